@@ -1,0 +1,12 @@
+//! AddOffsetsToTxn response (API key 25): add a group's offsets to a transaction.
+//!
+//! Versions 0-4, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+
+kafka_struct! {
+    pub struct AddOffsetsToTxnResponse {
+        /// Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
+        throttle_time_ms: i32 [v ..],
+        /// The response error code, or 0 if there was no error.
+        error_code: i16 [v ..],
+    }
+}

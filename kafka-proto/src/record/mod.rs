@@ -1,0 +1,1 @@
+//! RecordBatch v2.
