@@ -41,6 +41,7 @@ pub mod schema;
 
 pub mod api;
 pub mod compression;
+pub mod consumer_protocol;
 mod error;
 pub mod error_code;
 pub mod frame;

@@ -22,7 +22,7 @@ impl Gen {
         Gen {
             state: seed,
             depth: 0,
-            max_depth: 4,
+            max_depth: 8,
         }
     }
 
