@@ -39,6 +39,20 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A reader over `src` starting at byte `pos`.
+    pub fn at(src: &'a Bytes, pos: usize) -> Self {
+        Reader {
+            src,
+            pos: pos.min(src.len()),
+            end: src.len(),
+        }
+    }
+
+    /// The position in the underlying buffer.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     /// Bytes not yet consumed.
     pub fn remaining(&self) -> usize {
         self.end - self.pos

@@ -1,0 +1,224 @@
+//! The incremental RecordBatch v2 encoder: records go straight into one buffer; sealing
+//! fills in the header, compresses if asked, and computes the crc32c.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::{Attributes, ATTRIBUTES_OFFSET, BATCH_HEADER_LEN, CRC_OFFSET};
+use crate::compression::Compression;
+use crate::wire::{put_varint, put_varlong, varint_len, varlong_len};
+use crate::EncodeError;
+
+/// The header values fixed when a batch is sealed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMeta {
+    /// Offset of the first record; producers send 0 and the broker assigns real offsets.
+    pub base_offset: i64,
+    /// The leader epoch, -1 from producers.
+    pub partition_leader_epoch: i32,
+    /// The idempotent producer id, or -1.
+    pub producer_id: i64,
+    /// The producer epoch, or -1.
+    pub producer_epoch: i16,
+    /// The sequence number of the first record, or -1.
+    pub base_sequence: i32,
+    /// Part of a transaction.
+    pub transactional: bool,
+    /// A control batch (commit or abort marker).
+    pub control: bool,
+    /// Timestamps are LogAppendTime.
+    pub log_append_time: bool,
+}
+
+impl Default for BatchMeta {
+    fn default() -> Self {
+        BatchMeta {
+            base_offset: 0,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            transactional: false,
+            control: false,
+            log_append_time: false,
+        }
+    }
+}
+
+/// Builds one RecordBatch v2.
+///
+/// ```
+/// use kafka_proto::compression::Compression;
+/// use kafka_proto::record::{BatchBuilder, BatchMeta, RecordBatches};
+///
+/// let mut b = BatchBuilder::new(Compression::None, 1024);
+/// b.append(1_700_000_000_000, Some(b"key"), Some(b"value"), &[("h", Some(&b"v"[..]))]);
+/// let bytes = b.seal(&BatchMeta::default()).unwrap();
+/// let batch = RecordBatches::new(bytes).next().unwrap().unwrap();
+/// let record = batch.records().unwrap().next().unwrap().unwrap();
+/// assert_eq!(record.value.as_deref(), Some(&b"value"[..]));
+/// ```
+#[derive(Debug)]
+pub struct BatchBuilder {
+    buf: BytesMut,
+    compression: Compression,
+    count: i32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+}
+
+impl BatchBuilder {
+    /// A builder whose buffer starts with room for `capacity` bytes of records.
+    pub fn new(compression: Compression, capacity: usize) -> Self {
+        let mut buf = BytesMut::with_capacity(BATCH_HEADER_LEN + capacity);
+        buf.put_bytes(0, BATCH_HEADER_LEN);
+        BatchBuilder {
+            buf,
+            compression,
+            count: 0,
+            base_timestamp: 0,
+            max_timestamp: i64::MIN,
+        }
+    }
+
+    /// Records appended so far.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether no record was appended.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes written so far, header included, before compression.
+    pub fn size(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The codec the batch will be sealed with.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// The encoded size of a record (its length prefix included) if appended now, so callers
+    /// can decide whether it fits before appending. This is an upper bound: the timestamp
+    /// delta of a first record is 0.
+    pub fn record_size(
+        &self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) -> usize {
+        let body = self.body_len(timestamp, key, value, headers);
+        varint_len(body as i32) + body
+    }
+
+    fn body_len(
+        &self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) -> usize {
+        let ts_delta = if self.count == 0 {
+            0
+        } else {
+            timestamp.wrapping_sub(self.base_timestamp)
+        };
+        let mut n = 1 + varlong_len(ts_delta) + varint_len(self.count) + bytes_len(key) + bytes_len(value);
+        n += varint_len(headers.len() as i32);
+        for (k, v) in headers {
+            n += varint_len(k.len() as i32) + k.len() + bytes_len(*v);
+        }
+        n
+    }
+
+    /// Appends a record with a CreateTime `timestamp` (epoch ms); returns its offset delta.
+    pub fn append(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) -> i32 {
+        if self.count == 0 {
+            self.base_timestamp = timestamp;
+        }
+        let body = self.body_len(timestamp, key, value, headers);
+        let offset_delta = self.count;
+        let buf = &mut self.buf;
+        buf.reserve(body + 5);
+        put_varint(buf, body as i32);
+        buf.put_u8(0); // record attributes: unused
+        put_varlong(buf, timestamp.wrapping_sub(self.base_timestamp));
+        put_varint(buf, offset_delta);
+        put_opt_bytes(buf, key);
+        put_opt_bytes(buf, value);
+        put_varint(buf, headers.len() as i32);
+        for (k, v) in headers {
+            put_varint(buf, k.len() as i32);
+            buf.put_slice(k.as_bytes());
+            put_opt_bytes(buf, *v);
+        }
+        self.count += 1;
+        self.max_timestamp = self.max_timestamp.max(timestamp);
+        offset_delta
+    }
+
+    /// Finishes the batch: compresses the records if asked, fills in the header and the crc32c.
+    pub fn seal(self, meta: &BatchMeta) -> Result<Bytes, EncodeError> {
+        let mut buf = self.buf;
+        if self.compression != Compression::None {
+            let compressed = self.compression.compress(&buf[BATCH_HEADER_LEN..])?;
+            buf.truncate(BATCH_HEADER_LEN);
+            buf.extend_from_slice(&compressed);
+        }
+        let batch_len = buf.len() - super::LOG_OVERHEAD;
+        let batch_len = i32::try_from(batch_len).map_err(|_| EncodeError::TooLong {
+            what: "record batch",
+            len: batch_len,
+        })?;
+        let max_ts = if self.count == 0 { -1 } else { self.max_timestamp };
+        let attrs = Attributes::new(
+            self.compression,
+            meta.log_append_time,
+            meta.transactional,
+            meta.control,
+        );
+        let mut h = &mut buf[..BATCH_HEADER_LEN];
+        h.put_i64(meta.base_offset);
+        h.put_i32(batch_len);
+        h.put_i32(meta.partition_leader_epoch);
+        h.put_i8(2);
+        h.put_u32(0); // crc, below
+        h.put_i16(attrs.0);
+        h.put_i32(self.count - 1); // lastOffsetDelta
+        h.put_i64(if self.count == 0 { -1 } else { self.base_timestamp });
+        h.put_i64(max_ts);
+        h.put_i64(meta.producer_id);
+        h.put_i16(meta.producer_epoch);
+        h.put_i32(meta.base_sequence);
+        h.put_i32(self.count);
+        let crc = crc32c::crc32c(&buf[ATTRIBUTES_OFFSET..]);
+        buf[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+        Ok(buf.freeze())
+    }
+}
+
+fn bytes_len(b: Option<&[u8]>) -> usize {
+    match b {
+        None => varint_len(-1),
+        Some(b) => varint_len(b.len() as i32) + b.len(),
+    }
+}
+
+fn put_opt_bytes(buf: &mut BytesMut, b: Option<&[u8]>) {
+    match b {
+        None => put_varint(buf, -1),
+        Some(b) => {
+            put_varint(buf, b.len() as i32);
+            buf.put_slice(b);
+        }
+    }
+}
