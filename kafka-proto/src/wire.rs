@@ -219,6 +219,8 @@ impl<'a> Reader<'a> {
     fn string_bytes(&mut self, ctx: Ctx) -> Result<Option<&'a [u8]>, DecodeError> {
         match self.payload_len(ctx, 2)? {
             None => Ok(None),
+            // Compact strings could say more, but Kafka caps every string at i16::MAX bytes.
+            Some(n) if n > i16::MAX as usize => Err(DecodeError::InvalidLength(n as i64)),
             Some(n) => {
                 let s = &self.src[self.pos..self.pos + n];
                 self.pos += n;
@@ -449,7 +451,9 @@ fn read_array<T: Wire>(r: &mut Reader<'_>, ctx: Ctx) -> Result<Option<Vec<T>>, D
     let Some(n) = r.array_len(ctx)? else {
         return Ok(None);
     };
-    let mut out = Vec::with_capacity(n);
+    // The count is already bounded by the remaining bytes, but an element can be far larger in
+    // memory than on the wire; so pre-allocate little and let growth follow decoded elements.
+    let mut out = Vec::with_capacity(n.min(64));
     for _ in 0..n {
         out.push(T::read(r, ctx)?);
     }

@@ -7,7 +7,7 @@ use uuid::Uuid;
 kafka_struct! {
     pub struct MetadataRequest {
         /// The topics to fetch metadata for.
-        topics: Option<Vec<MetadataRequestTopic>> [v ..],
+        topics: Option<Vec<MetadataRequestTopic>> [v .., null 1..],
         /// If this is true, the broker may auto-create topics that we requested which do not already exist, if it is configured to do so.
         allow_auto_topic_creation: bool [v 4.., default true],
         /// Whether to include cluster authorized operations.
@@ -22,6 +22,6 @@ kafka_struct! {
         /// The topic id.
         topic_id: Uuid [v 10..],
         /// The topic name.
-        name: Option<String> [v ..],
+        name: Option<String> [v .., null 10..],
     }
 }

@@ -171,3 +171,5 @@ impl<T: Random> Random for Option<T> {
         }
     }
 }
+
+pub mod fuzz;

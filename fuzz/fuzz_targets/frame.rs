@@ -1,0 +1,4 @@
+//! Fuzz target: see `kafka_proto::testkit::fuzz::frame`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| kafka_proto::testkit::fuzz::frame(data));
