@@ -29,7 +29,9 @@ macro_rules! random_bodies {
 
 fn main() {
     use kafka_proto::messages::*;
-    let out = std::env::args().nth(1).unwrap_or_else(|| "fuzz/corpus".into());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "fuzz/corpus".into());
     let out = Path::new(&out);
     let mut g = Gen::new(0x5eed);
     let mut n = 0;
@@ -70,8 +72,18 @@ fn main() {
             resp.encode(&mut sb, version).unwrap();
             let name = format!("{key}-v{version}");
             write(out, "response", &name, &[&[a, vi][..], &sb].concat());
-            write(out, "roundtrip", &format!("{name}-req"), &[&[a, vi * 4][..], &rb].concat());
-            write(out, "roundtrip", &format!("{name}-resp"), &[&[a, vi * 4 + 1][..], &sb].concat());
+            write(
+                out,
+                "roundtrip",
+                &format!("{name}-req"),
+                &[&[a, vi * 4][..], &rb].concat(),
+            );
+            write(
+                out,
+                "roundtrip",
+                &format!("{name}-resp"),
+                &[&[a, vi * 4 + 1][..], &sb].concat(),
+            );
             // A framed request for the frame decoder.
             let mut framed = vec![3u8, 20];
             framed.extend_from_slice(&(rb.len() as i32).to_be_bytes());
@@ -83,10 +95,20 @@ fn main() {
     for codec in Compression::ALL {
         let mut b = BatchBuilder::new(codec, 1024);
         for i in 0..5u8 {
-            b.append(1_700_000_000_000 + i64::from(i), Some(&[i; 3]), Some(&[i; 40]), &[("h", Some(&b"v"[..]))]);
+            b.append(
+                1_700_000_000_000 + i64::from(i),
+                Some(&[i; 3]),
+                Some(&[i; 40]),
+                &[("h", Some(&b"v"[..]))],
+            );
         }
         let batch = b.seal(&BatchMeta::default()).unwrap();
-        write(out, "record_batch", codec.name(), &[&[1u8][..], &batch].concat());
+        write(
+            out,
+            "record_batch",
+            codec.name(),
+            &[&[1u8][..], &batch].concat(),
+        );
         n += 1;
     }
     println!("wrote {n} seeds under {}", out.display());

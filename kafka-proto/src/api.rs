@@ -56,7 +56,11 @@ pub(crate) fn encode_body<T: Wire>(
     msg.write(buf, ctx)
 }
 
-pub(crate) fn decode_body<T: Wire>(key: ApiKey, buf: &Bytes, version: i16) -> Result<T, DecodeError> {
+pub(crate) fn decode_body<T: Wire>(
+    key: ApiKey,
+    buf: &Bytes,
+    version: i16,
+) -> Result<T, DecodeError> {
     let ctx = check_version(key, version).ok_or(DecodeError::UnsupportedVersion {
         api: key.name(),
         version,

@@ -76,7 +76,9 @@ pub enum DecodeError {
     #[error("record batch magic {0} is not supported (only v2, Kafka 0.11+)")]
     UnsupportedMagic(i8),
     /// A record batch's crc32c did not match its contents.
-    #[error("record batch CRC mismatch: header says {expected:#010x}, contents give {actual:#010x}")]
+    #[error(
+        "record batch CRC mismatch: header says {expected:#010x}, contents give {actual:#010x}"
+    )]
     CrcMismatch {
         /// CRC stored in the batch header.
         expected: u32,

@@ -3,7 +3,9 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::api::{ApiKey, Request, Response, ResponseBody};
-use crate::wire::{read_tagged_fields, write_tagged_fields, Ctx, Reader, UnknownTaggedFields, Wire};
+use crate::wire::{
+    read_tagged_fields, write_tagged_fields, Ctx, Reader, UnknownTaggedFields, Wire,
+};
 use crate::{DecodeError, EncodeError};
 
 /// The header in front of every request.
@@ -144,7 +146,9 @@ pub fn decode_response<R: Response>(
 
 /// Reads just the correlation id of a response frame, to match it to its request.
 pub fn peek_correlation_id(frame: &[u8]) -> Option<i32> {
-    frame.get(..4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    frame
+        .get(..4)
+        .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// Decodes any response frame (without its size prefix) for `key` at `version`.
@@ -190,4 +194,3 @@ pub fn encode_response(
         body.encode(buf, version)
     })
 }
-

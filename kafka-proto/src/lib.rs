@@ -54,13 +54,15 @@ pub mod testkit;
 pub mod versions;
 pub mod wire;
 
-pub use api::{ApiKey, Decode, Direction, Encode, Request, Response, ResponseBody};
 #[cfg(feature = "broker")]
 pub use api::RequestBody;
+pub use api::{ApiKey, Decode, Direction, Encode, Request, Response, ResponseBody};
 pub use error::{DecodeError, EncodeError};
 pub use error_code::ErrorCode;
 pub use frame::FrameDecoder;
-pub use header::{decode_response, decode_response_body, encode_request, RequestHeader, ResponseHeader};
 #[cfg(feature = "broker")]
 pub use header::{decode_request, encode_response};
+pub use header::{
+    decode_response, decode_response_body, encode_request, RequestHeader, ResponseHeader,
+};
 pub use versions::{BrokerVersions, NegotiationError};

@@ -12,7 +12,10 @@ use crate::DecodeError;
 /// A broker that does not support the requested version answers UNSUPPORTED_VERSION with a
 /// v0 body (and, like every ApiVersions reply, a v0 header), listing the versions it does
 /// support. As in the Java client, a body that does not parse at `version` is parsed again at v0.
-pub fn decode_api_versions_response(buf: &Bytes, version: i16) -> Result<ApiVersionsResponse, DecodeError> {
+pub fn decode_api_versions_response(
+    buf: &Bytes,
+    version: i16,
+) -> Result<ApiVersionsResponse, DecodeError> {
     match ApiVersionsResponse::decode(buf, version) {
         Err(_) if version != 0 => ApiVersionsResponse::decode(buf, 0),
         other => other,

@@ -261,7 +261,7 @@ pub fn varlong_len(v: i64) -> usize {
 
 /// Bytes an unsigned varint of `v` takes.
 pub fn uvarint_len(v: u64) -> usize {
-    (((64 - (v | 1).leading_zeros()) + 6) / 7) as usize
+    (64 - (v | 1).leading_zeros()).div_ceil(7) as usize
 }
 
 /// Writes a length prefix (see [`Reader::length`]); `None` writes null.
@@ -439,7 +439,11 @@ impl Wire for Option<Bytes> {
     }
 }
 
-fn put_array<T: Wire>(buf: &mut BytesMut, ctx: Ctx, items: Option<&[T]>) -> Result<(), EncodeError> {
+fn put_array<T: Wire>(
+    buf: &mut BytesMut,
+    ctx: Ctx,
+    items: Option<&[T]>,
+) -> Result<(), EncodeError> {
     put_length(buf, ctx, 4, items.map(<[T]>::len), "array")?;
     for item in items.unwrap_or_default() {
         item.write(buf, ctx)?;

@@ -37,9 +37,16 @@ where
     let ours_bytes = buf.freeze();
 
     let mut input = ours_bytes.clone();
-    let theirs = T::decode(&mut input, version)
-        .map_err(|e| TestCaseError::fail(format!("kafka-protocol could not decode our bytes: {e:#}\n{ours:?}")))?;
-    prop_assert!(input.is_empty(), "kafka-protocol left {} byte(s) unread", input.len());
+    let theirs = T::decode(&mut input, version).map_err(|e| {
+        TestCaseError::fail(format!(
+            "kafka-protocol could not decode our bytes: {e:#}\n{ours:?}"
+        ))
+    })?;
+    prop_assert!(
+        input.is_empty(),
+        "kafka-protocol left {} byte(s) unread",
+        input.len()
+    );
 
     let mut theirs_buf = BytesMut::new();
     theirs
@@ -48,8 +55,9 @@ where
     let theirs_bytes = theirs_buf.freeze();
     prop_assert_eq!(&theirs_bytes, &ours_bytes, "byte mismatch for {:?}", ours);
 
-    let back = O::decode(&theirs_bytes, version)
-        .map_err(|e| TestCaseError::fail(format!("we could not decode kafka-protocol's bytes: {e}")))?;
+    let back = O::decode(&theirs_bytes, version).map_err(|e| {
+        TestCaseError::fail(format!("we could not decode kafka-protocol's bytes: {e}"))
+    })?;
     prop_assert_eq!(back, ours);
     Ok(())
 }
@@ -66,7 +74,11 @@ where
             ..Config::default()
         });
         if let Err(e) = runner.run(&any::<u64>(), |seed| one::<O, T>(key, version, seed)) {
-            panic!("{key} v{version} ({} / {}): {e}", std::any::type_name::<O>(), std::any::type_name::<T>());
+            panic!(
+                "{key} v{version} ({} / {}): {e}",
+                std::any::type_name::<O>(),
+                std::any::type_name::<T>()
+            );
         }
         let mut covered = COVERED.lock().unwrap();
         for d in dirs {
@@ -121,10 +133,21 @@ fn every_api_version_and_direction_matches_kafka_protocol() {
     all_apis();
     let covered = COVERED.lock().unwrap().clone();
     let declared: BTreeSet<_> = implemented().into_iter().collect();
-    println!("covered {} (API, version, direction) triples:", covered.len());
+    println!(
+        "covered {} (API, version, direction) triples:",
+        covered.len()
+    );
     for key in ApiKey::ALL {
-        let versions: BTreeSet<i16> = covered.iter().filter(|t| t.0 == *key).map(|t| t.1).collect();
-        let dirs: BTreeSet<Direction> = covered.iter().filter(|t| t.0 == *key).map(|t| t.2).collect();
+        let versions: BTreeSet<i16> = covered
+            .iter()
+            .filter(|t| t.0 == *key)
+            .map(|t| t.1)
+            .collect();
+        let dirs: BTreeSet<Direction> = covered
+            .iter()
+            .filter(|t| t.0 == *key)
+            .map(|t| t.2)
+            .collect();
         println!(
             "  {key:<24} v{}-v{} {:?}",
             versions.first().unwrap(),
@@ -132,7 +155,10 @@ fn every_api_version_and_direction_matches_kafka_protocol() {
             dirs
         );
     }
-    assert_eq!(covered, declared, "covered triples differ from the API table");
+    assert_eq!(
+        covered, declared,
+        "covered triples differ from the API table"
+    );
     // 4 directions for every version of every API: the broker feature is on in this test.
     assert_eq!(declared.len() % 4, 0);
 }
@@ -149,14 +175,18 @@ where
             failure_persistence: None,
             ..Config::default()
         });
-        let ctx = kafka_proto::wire::Ctx { version, flexible: false };
+        let ctx = kafka_proto::wire::Ctx {
+            version,
+            flexible: false,
+        };
         runner
             .run(&any::<u64>(), |seed| {
                 let ours = O::random(&mut Gen::new(seed), ctx);
                 let bytes = ours.encode_payload(version).unwrap();
                 prop_assert_eq!(&bytes[..2], &version.to_be_bytes()[..]);
                 let mut body = bytes.slice(2..);
-                let theirs = T::decode(&mut body, version).map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
+                let theirs = T::decode(&mut body, version)
+                    .map_err(|e| TestCaseError::fail(format!("{e:#}")))?;
                 prop_assert!(body.is_empty());
                 let mut out = BytesMut::new();
                 out.extend_from_slice(&version.to_be_bytes());
@@ -174,6 +204,12 @@ where
 
 #[test]
 fn consumer_protocol_payloads_match_kafka_protocol() {
-    payload::<consumer_protocol_subscription::ConsumerProtocolSubscription, kp::ConsumerProtocolSubscription>("Subscription");
-    payload::<consumer_protocol_assignment::ConsumerProtocolAssignment, kp::ConsumerProtocolAssignment>("Assignment");
+    payload::<
+        consumer_protocol_subscription::ConsumerProtocolSubscription,
+        kp::ConsumerProtocolSubscription,
+    >("Subscription");
+    payload::<
+        consumer_protocol_assignment::ConsumerProtocolAssignment,
+        kp::ConsumerProtocolAssignment,
+    >("Assignment");
 }

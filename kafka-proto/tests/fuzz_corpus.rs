@@ -6,12 +6,24 @@ use std::path::PathBuf;
 use kafka_proto::testkit::fuzz;
 
 fn replay(target: &str, harness: fn(&[u8])) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target);
     let entries: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("corpus {} is missing ({e}); it is committed with the repo", dir.display()))
+        .unwrap_or_else(|e| {
+            panic!(
+                "corpus {} is missing ({e}); it is committed with the repo",
+                dir.display()
+            )
+        })
         .map(|e| e.unwrap().path())
         .collect();
-    assert!(entries.len() >= 5, "corpus {} has only {} inputs", dir.display(), entries.len());
+    assert!(
+        entries.len() >= 5,
+        "corpus {} has only {} inputs",
+        dir.display(),
+        entries.len()
+    );
     for path in &entries {
         let data = std::fs::read(path).unwrap();
         let result = std::panic::catch_unwind(|| harness(&data));

@@ -33,21 +33,34 @@ fn api_versions_v3_request_frame() {
 #[test]
 fn metadata_request_classic_and_flexible() {
     let topics = MetadataRequest {
-        topics: Some(vec![MetadataRequestTopic { name: Some("a".into()), ..Default::default() }]),
+        topics: Some(vec![MetadataRequestTopic {
+            name: Some("a".into()),
+            ..Default::default()
+        }]),
         ..Default::default()
     };
     let mut buf = BytesMut::new();
     topics.encode(&mut buf, 0).unwrap();
     assert_eq!(&buf[..], &[0, 0, 0, 1, 0, 1, b'a']);
 
-    let all = MetadataRequest { topics: None, ..Default::default() };
+    let all = MetadataRequest {
+        topics: None,
+        ..Default::default()
+    };
     let mut buf = BytesMut::new();
     all.encode(&mut buf, 1).unwrap();
-    assert_eq!(&buf[..], &[0xff, 0xff, 0xff, 0xff], "null array = all topics");
+    assert_eq!(
+        &buf[..],
+        &[0xff, 0xff, 0xff, 0xff],
+        "null array = all topics"
+    );
 
     // v0 has no way to say "all topics": null is refused, not sent.
     let err = all.encode(&mut BytesMut::new(), 0).unwrap_err();
-    assert_eq!(err, kafka_proto::EncodeError::UnexpectedNull("MetadataRequest.topics"));
+    assert_eq!(
+        err,
+        kafka_proto::EncodeError::UnexpectedNull("MetadataRequest.topics")
+    );
 
     let mut buf = BytesMut::new();
     all.encode(&mut buf, 9).unwrap();
@@ -71,7 +84,10 @@ fn heartbeat_response_frames() {
     let (h, resp) = decode_response::<HeartbeatResponse>(&frame, 1).unwrap();
     assert_eq!(h.correlation_id, 7);
     assert_eq!(resp.throttle_time_ms, 10);
-    assert_eq!(ErrorCode::from_code(resp.error_code), Some(ErrorCode::RebalanceInProgress));
+    assert_eq!(
+        ErrorCode::from_code(resp.error_code),
+        Some(ErrorCode::RebalanceInProgress)
+    );
     // v4 is flexible: header v1 and the body both end with an empty tagged-field section.
     let frame = Bytes::from_static(&[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0]);
     let (h, resp) = decode_response::<HeartbeatResponse>(&frame, 4).unwrap();
@@ -88,10 +104,16 @@ fn find_coordinator_v0_response() {
         0, 0, 0x23, 0x84,         // port 9092
     ]);
     let resp = FindCoordinatorResponse::decode(&body, 0).unwrap();
-    assert_eq!((resp.node_id, resp.host.as_str(), resp.port), (111, "localhost", 9092));
+    assert_eq!(
+        (resp.node_id, resp.host.as_str(), resp.port),
+        (111, "localhost", 9092)
+    );
     // One byte short is a typed error naming the field.
     let err = FindCoordinatorResponse::decode(&body.slice(..body.len() - 1), 0).unwrap_err();
-    assert_eq!(err.to_string(), "FindCoordinatorResponse.port: input ended early: needed 1 more byte(s)");
+    assert_eq!(
+        err.to_string(),
+        "FindCoordinatorResponse.port: input ended early: needed 1 more byte(s)"
+    );
 }
 
 #[test]
@@ -110,4 +132,41 @@ fn frames_split_anywhere_reassemble() {
         }
     }
     assert_eq!(seen, 3);
+}
+
+#[test]
+fn tansu_style_api_versions_reply_decodes_and_negotiates() {
+    use kafka_proto::messages::api_versions_response::ApiVersionsResponse;
+    use kafka_proto::{ApiKey, BrokerVersions};
+    #[rustfmt::skip]
+    let body = Bytes::from_static(&[
+        0, 0,                        // no error
+        5,                           // compact array of 4 keys, unsorted, one unknown to us
+        0, 3, 0, 0, 0, 12, 0,        // Metadata 0-12
+        0x27, 0x0f, 0, 0, 0, 1, 0,   // key 9999: unknown, ignored
+        0, 0, 0, 0, 0, 11, 0,        // Produce 0-11
+        0, 18, 0, 0, 0, 4, 0,        // ApiVersions 0-4
+        0, 0, 0, 0,                  // throttle
+        2,                           // two tagged fields:
+        1, 8, 0, 0, 0, 0, 0, 0, 0, 9, // tag 1 FinalizedFeaturesEpoch = 9
+        7, 2, 0xab, 0xcd,            // tag 7: unknown, kept verbatim
+    ]);
+    let resp = ApiVersionsResponse::decode(&body, 3).unwrap();
+    assert_eq!(resp.finalized_features_epoch, 9);
+    assert_eq!(
+        resp.unknown_tagged_fields.get(&7).map(|b| &b[..]),
+        Some(&[0xab, 0xcd][..])
+    );
+    let versions = BrokerVersions::from_response(&resp);
+    assert_eq!(versions.negotiate(ApiKey::Metadata), Ok(12));
+    assert_eq!(versions.negotiate(ApiKey::Produce), Ok(11));
+    assert_eq!(versions.negotiate(ApiKey::ApiVersions), Ok(4));
+    assert!(versions.negotiate(ApiKey::Fetch).is_err());
+    // Re-encoding keeps the unknown tag: nothing is lost.
+    let mut again = BytesMut::new();
+    resp.encode(&mut again, 3).unwrap();
+    assert_eq!(
+        ApiVersionsResponse::decode(&again.freeze(), 3).unwrap(),
+        resp
+    );
 }

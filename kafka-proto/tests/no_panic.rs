@@ -22,16 +22,24 @@ fn valid_request(api: usize, version_pick: u8, seed: u64) -> (u8, u8, Vec<u8>) {
     let body = match key {
         ApiKey::Produce => RequestBody::Produce(produce_request::ProduceRequest::random(g, ctx)),
         ApiKey::Fetch => RequestBody::Fetch(fetch_request::FetchRequest::random(g, ctx)),
-        ApiKey::Metadata => RequestBody::Metadata(metadata_request::MetadataRequest::random(g, ctx)),
-        ApiKey::JoinGroup => RequestBody::JoinGroup(join_group_request::JoinGroupRequest::random(g, ctx)),
-        ApiKey::OffsetFetch => RequestBody::OffsetFetch(offset_fetch_request::OffsetFetchRequest::random(g, ctx)),
+        ApiKey::Metadata => {
+            RequestBody::Metadata(metadata_request::MetadataRequest::random(g, ctx))
+        }
+        ApiKey::JoinGroup => {
+            RequestBody::JoinGroup(join_group_request::JoinGroupRequest::random(g, ctx))
+        }
+        ApiKey::OffsetFetch => {
+            RequestBody::OffsetFetch(offset_fetch_request::OffsetFetchRequest::random(g, ctx))
+        }
         _ => RequestBody::CreateTopics(create_topics_request::CreateTopicsRequest::random(
             g,
             ApiKey::CreateTopics.ctx(ApiKey::CreateTopics.max_version()),
         )),
     };
     let (key, version) = match body.api_key() {
-        ApiKey::CreateTopics if key != ApiKey::CreateTopics => (ApiKey::CreateTopics, ApiKey::CreateTopics.max_version()),
+        ApiKey::CreateTopics if key != ApiKey::CreateTopics => {
+            (ApiKey::CreateTopics, ApiKey::CreateTopics.max_version())
+        }
         _ => (key, version),
     };
     let mut buf = BytesMut::new();

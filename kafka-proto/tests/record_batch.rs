@@ -20,7 +20,9 @@ struct Rec {
 }
 
 mod indexmap_free {
-    pub fn theirs_codec(c: kafka_proto::compression::Compression) -> kafka_protocol::records::Compression {
+    pub fn theirs_codec(
+        c: kafka_proto::compression::Compression,
+    ) -> kafka_protocol::records::Compression {
         use kafka_proto::compression::Compression as C;
         use kafka_protocol::records::Compression as K;
         match c {
@@ -39,14 +41,21 @@ fn rec_strategy() -> impl Strategy<Value = Rec> {
         1_600_000_000_000i64..1_800_000_000_000,
         proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
         proptest::option::of(proptest::collection::vec(any::<u8>(), 0..300)),
-        proptest::collection::vec(proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)), 0..3),
+        proptest::collection::vec(
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..10)),
+            0..3,
+        ),
     )
         .prop_map(|(timestamp, key, value, hv)| Rec {
             timestamp,
             key,
             value,
             // Unique keys: kafka-protocol keeps headers in a map.
-            headers: hv.into_iter().enumerate().map(|(i, v)| (format!("h{i}-é"), v)).collect(),
+            headers: hv
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (format!("h{i}-é"), v))
+                .collect(),
         })
 }
 
@@ -57,12 +66,18 @@ fn codec_strategy() -> impl Strategy<Value = Compression> {
 fn ours_encode(recs: &[Rec], codec: Compression, meta: &BatchMeta) -> Bytes {
     let mut b = BatchBuilder::new(codec, 0);
     for r in recs {
-        let headers: Vec<(&str, Option<&[u8]>)> =
-            r.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect();
+        let headers: Vec<(&str, Option<&[u8]>)> = r
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
         let before = b.size();
         let predicted = b.record_size(r.timestamp, r.key.as_deref(), r.value.as_deref(), &headers);
         b.append(r.timestamp, r.key.as_deref(), r.value.as_deref(), &headers);
-        assert!(b.size() - before <= predicted, "record_size must bound the real size");
+        assert!(
+            b.size() - before <= predicted,
+            "record_size must bound the real size"
+        );
     }
     b.seal(meta).unwrap()
 }
@@ -167,7 +182,14 @@ fn sample_batch(base_offset: i64, n: usize, codec: Compression) -> Bytes {
             headers: vec![],
         })
         .collect();
-    ours_encode(&recs, codec, &BatchMeta { base_offset, ..BatchMeta::default() })
+    ours_encode(
+        &recs,
+        codec,
+        &BatchMeta {
+            base_offset,
+            ..BatchMeta::default()
+        },
+    )
 }
 
 #[test]
@@ -182,7 +204,13 @@ fn several_batches_and_a_truncated_last_one() {
         let mut it = RecordBatches::new(data.freeze());
         let offsets: Vec<i64> = it
             .by_ref()
-            .flat_map(|b| b.unwrap().records().unwrap().map(|r| r.unwrap().offset).collect::<Vec<_>>())
+            .flat_map(|b| {
+                b.unwrap()
+                    .records()
+                    .unwrap()
+                    .map(|r| r.unwrap().offset)
+                    .collect::<Vec<_>>()
+            })
             .collect();
         assert_eq!(offsets, (0..15).collect::<Vec<_>>(), "{codec:?}");
         assert_eq!(it.truncated(), third.len() / 2, "{codec:?}");
@@ -199,7 +227,10 @@ fn crc_corruption_is_detected() {
     let mut bad = BytesMut::from(&batch[..]);
     let last = bad.len() - 1;
     bad[last] ^= 0x01;
-    let err = RecordBatches::new(bad.freeze()).next().unwrap().unwrap_err();
+    let err = RecordBatches::new(bad.freeze())
+        .next()
+        .unwrap()
+        .unwrap_err();
     assert!(matches!(err, DecodeError::CrcMismatch { .. }), "{err}");
 }
 
@@ -209,7 +240,10 @@ fn old_magic_is_a_typed_error() {
     let mut old = BytesMut::from(&batch[..]);
     old[16] = 1;
     assert_eq!(
-        RecordBatches::new(old.freeze()).next().unwrap().unwrap_err(),
+        RecordBatches::new(old.freeze())
+            .next()
+            .unwrap()
+            .unwrap_err(),
         DecodeError::UnsupportedMagic(1)
     );
 }
@@ -220,12 +254,23 @@ fn control_batches_are_recognised() {
     let mut b = BatchBuilder::new(Compression::None, 64);
     b.append(1, Some(&[0, 0, 0, 1]), Some(&[0, 0, 0, 0, 0, 5]), &[]);
     let bytes = b
-        .seal(&BatchMeta { control: true, transactional: true, producer_id: 9, ..BatchMeta::default() })
+        .seal(&BatchMeta {
+            control: true,
+            transactional: true,
+            producer_id: 9,
+            ..BatchMeta::default()
+        })
         .unwrap();
     let batch = RecordBatches::new(bytes).next().unwrap().unwrap();
     assert!(batch.is_control() && batch.is_transactional());
-    assert_eq!(batch.control_type().unwrap(), Some(ControlRecordType::Commit));
-    let plain = RecordBatches::new(sample_batch(0, 1, Compression::None)).next().unwrap().unwrap();
+    assert_eq!(
+        batch.control_type().unwrap(),
+        Some(ControlRecordType::Commit)
+    );
+    let plain = RecordBatches::new(sample_batch(0, 1, Compression::None))
+        .next()
+        .unwrap()
+        .unwrap();
     assert_eq!(plain.control_type().unwrap(), None);
 }
 
@@ -247,7 +292,10 @@ fn golden_batch_bytes() {
     ];
     assert_eq!(&bytes[61..], record);
     assert_eq!(&bytes[0..8], &0i64.to_be_bytes()); // base offset
-    assert_eq!(&bytes[8..12], &((61 - 12 + record.len()) as i32).to_be_bytes()); // batch length
+    assert_eq!(
+        &bytes[8..12],
+        &((61 - 12 + record.len()) as i32).to_be_bytes()
+    ); // batch length
     assert_eq!(&bytes[12..16], &(-1i32).to_be_bytes()); // leader epoch
     assert_eq!(bytes[16], 2); // magic
     assert_eq!(&bytes[21..23], &0i16.to_be_bytes()); // attributes

@@ -112,8 +112,8 @@ impl Compression {
             Compression::Snappy => snappy::compress_xerial(data),
             #[cfg(feature = "lz4")]
             Compression::Lz4 => {
-                use std::io::Write;
                 use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
+                use std::io::Write;
                 // 64 KiB independent blocks, no checksums: what Java's KafkaLZ4BlockOutputStream writes.
                 let mut info = FrameInfo::new();
                 info.block_size = BlockSize::Max64KB;
@@ -147,15 +147,14 @@ impl Compression {
             #[cfg(feature = "snappy")]
             Compression::Snappy => snappy::decompress(data, limit),
             #[cfg(feature = "lz4")]
-            Compression::Lz4 => {
-                read_capped("lz4", lz4_flex::frame::FrameDecoder::new(data), limit)
-            }
+            Compression::Lz4 => read_capped("lz4", lz4_flex::frame::FrameDecoder::new(data), limit),
             #[cfg(feature = "zstd")]
             Compression::Zstd => {
                 // Cap the window too: a forged frame header could otherwise ask for a huge one.
                 let window = (limit as u64).clamp(1 << 10, 1 << 31);
-                let dec = ruzstd::decoding::StreamingDecoder::new_with_max_window_size(data, window)
-                    .map_err(|e| decompress_err("zstd", e))?;
+                let dec =
+                    ruzstd::decoding::StreamingDecoder::new_with_max_window_size(data, window)
+                        .map_err(|e| decompress_err("zstd", e))?;
                 read_capped("zstd", dec, limit)
             }
             #[allow(unreachable_patterns)]
@@ -200,13 +199,19 @@ mod tests {
 
     #[test]
     fn every_codec_round_trips() {
-        let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let data: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         for c in Compression::ALL {
             let z = c.compress(&data).unwrap();
             if c != Compression::None {
                 assert!(z.len() < data.len() / 2, "{c:?} did not compress");
             }
-            assert_eq!(&c.decompress(&z, data.len()).unwrap()[..], &data[..], "{c:?}");
+            assert_eq!(
+                &c.decompress(&z, data.len()).unwrap()[..],
+                &data[..],
+                "{c:?}"
+            );
         }
     }
 

@@ -55,6 +55,14 @@ pub(super) fn decompress(data: &[u8], limit: usize) -> Result<Bytes, DecodeError
 
 fn raw_block(block: &[u8], limit: usize, already: usize) -> Result<Vec<u8>, DecodeError> {
     let n = snap::raw::decompress_len(block).map_err(|e| decompress_err("snappy", e))?;
+    // A snappy copy op of 3 bytes yields at most 64, so no real block expands more than ~22x:
+    // a larger claim is forged, and is refused before its buffer is allocated.
+    if n > block.len().saturating_mul(24).saturating_add(64) {
+        return Err(decompress_err(
+            "snappy",
+            "block claims an impossible decompressed size",
+        ));
+    }
     if already + n > limit {
         return Err(DecodeError::DecompressedTooLarge { limit });
     }

@@ -126,7 +126,8 @@ impl BatchBuilder {
         } else {
             timestamp.wrapping_sub(self.base_timestamp)
         };
-        let mut n = 1 + varlong_len(ts_delta) + varint_len(self.count) + bytes_len(key) + bytes_len(value);
+        let mut n =
+            1 + varlong_len(ts_delta) + varint_len(self.count) + bytes_len(key) + bytes_len(value);
         n += varint_len(headers.len() as i32);
         for (k, v) in headers {
             n += varint_len(k.len() as i32) + k.len() + bytes_len(*v);
@@ -179,7 +180,11 @@ impl BatchBuilder {
             what: "record batch",
             len: batch_len,
         })?;
-        let max_ts = if self.count == 0 { -1 } else { self.max_timestamp };
+        let max_ts = if self.count == 0 {
+            -1
+        } else {
+            self.max_timestamp
+        };
         let attrs = Attributes::new(
             self.compression,
             meta.log_append_time,
@@ -194,7 +199,11 @@ impl BatchBuilder {
         h.put_u32(0); // crc, below
         h.put_i16(attrs.0);
         h.put_i32(self.count - 1); // lastOffsetDelta
-        h.put_i64(if self.count == 0 { -1 } else { self.base_timestamp });
+        h.put_i64(if self.count == 0 {
+            -1
+        } else {
+            self.base_timestamp
+        });
         h.put_i64(max_ts);
         h.put_i64(meta.producer_id);
         h.put_i16(meta.producer_epoch);

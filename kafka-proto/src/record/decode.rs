@@ -53,7 +53,9 @@ impl RecordBatches {
         }
         let batch_len = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
         if batch_len < (BATCH_HEADER_LEN - LOG_OVERHEAD) as i32 {
-            return Err(DecodeError::InvalidBatch("batch length is shorter than the batch header"));
+            return Err(DecodeError::InvalidBatch(
+                "batch length is shorter than the batch header",
+            ));
         }
         let total = LOG_OVERHEAD + batch_len as usize;
         if rest.len() > MAGIC_OFFSET && rest[MAGIC_OFFSET] != 2 {
@@ -167,7 +169,8 @@ impl RecordBatch {
 
     /// Offset of the last record (it may have been compacted away).
     pub fn last_offset(&self) -> i64 {
-        self.base_offset.wrapping_add(i64::from(self.last_offset_delta))
+        self.base_offset
+            .wrapping_add(i64::from(self.last_offset_delta))
     }
 
     /// Offset the next batch starts at.
@@ -194,7 +197,9 @@ impl RecordBatch {
         };
         // A count larger than the bytes could hold is forged: each record takes at least 7 bytes.
         if self.record_count as usize > data.len() / 7 + 1 {
-            return Err(DecodeError::InvalidBatch("record count exceeds what the data can hold"));
+            return Err(DecodeError::InvalidBatch(
+                "record count exceeds what the data can hold",
+            ));
         }
         Ok(Records {
             data,
@@ -281,7 +286,9 @@ impl Records {
             varbytes(&mut r)?;
         }
         if r.remaining() != 0 {
-            return Err(DecodeError::InvalidBatch("record length does not match its fields"));
+            return Err(DecodeError::InvalidBatch(
+                "record length does not match its fields",
+            ));
         }
         let headers_end = outer.position();
         self.pos = headers_end;

@@ -7,7 +7,9 @@
 use bytes::{Bytes, BytesMut};
 
 use crate::api::{ApiKey, RequestBody, ResponseBody};
-use crate::consumer_protocol::{ConsumerPayload, ConsumerProtocolAssignment, ConsumerProtocolSubscription};
+use crate::consumer_protocol::{
+    ConsumerPayload, ConsumerProtocolAssignment, ConsumerProtocolSubscription,
+};
 use crate::frame::FrameDecoder;
 use crate::record::RecordBatches;
 
@@ -64,7 +66,9 @@ pub fn record_batch(data: &[u8]) {
     for batch in batches.by_ref() {
         let Ok(batch) = batch else { break };
         let _ = batch.control_type();
-        let Ok(records) = batch.records() else { continue };
+        let Ok(records) = batch.records() else {
+            continue;
+        };
         for record in records {
             let Ok(record) = record else { break };
             for h in record.headers {
@@ -87,9 +91,11 @@ pub fn roundtrip(data: &[u8]) {
             let (key, version) = api_and_version(*a, b / 4);
             if let Ok(v1) = RequestBody::decode(key, version, &body) {
                 let mut b1 = BytesMut::new();
-                v1.encode(&mut b1, version).expect("a decoded request must re-encode");
+                v1.encode(&mut b1, version)
+                    .expect("a decoded request must re-encode");
                 let b1 = b1.freeze();
-                let v2 = RequestBody::decode(key, version, &b1).expect("re-encoded request must decode");
+                let v2 =
+                    RequestBody::decode(key, version, &b1).expect("re-encoded request must decode");
                 assert_eq!(v1, v2, "{key} v{version} request changed in a round trip");
                 let mut b2 = BytesMut::new();
                 v2.encode(&mut b2, version).unwrap();
@@ -104,9 +110,11 @@ pub fn roundtrip(data: &[u8]) {
             }
             if let Ok(v1) = ResponseBody::decode(key, version, &body) {
                 let mut b1 = BytesMut::new();
-                v1.encode(&mut b1, version).expect("a decoded response must re-encode");
+                v1.encode(&mut b1, version)
+                    .expect("a decoded response must re-encode");
                 let b1 = b1.freeze();
-                let v2 = ResponseBody::decode(key, version, &b1).expect("re-encoded response must decode");
+                let v2 = ResponseBody::decode(key, version, &b1)
+                    .expect("re-encoded response must decode");
                 assert_eq!(v1, v2, "{key} v{version} response changed in a round trip");
                 let mut b2 = BytesMut::new();
                 v2.encode(&mut b2, version).unwrap();
@@ -123,7 +131,9 @@ pub fn roundtrip(data: &[u8]) {
 fn payload_roundtrip<T: ConsumerPayload + PartialEq + std::fmt::Debug>(body: &Bytes) {
     if let Ok((version, v1)) = T::decode_payload(body) {
         let version = version.min(crate::consumer_protocol::MAX_VERSION);
-        let b1 = v1.encode_payload(version).expect("a decoded payload must re-encode");
+        let b1 = v1
+            .encode_payload(version)
+            .expect("a decoded payload must re-encode");
         let (_, v2) = T::decode_payload(&b1).expect("re-encoded payload must decode");
         assert_eq!(v1, v2, "consumer-protocol payload changed in a round trip");
     }

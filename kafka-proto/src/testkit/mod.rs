@@ -72,7 +72,12 @@ impl Gen {
     pub fn unknown_tagged_fields(&mut self) -> UnknownTaggedFields {
         let n = 1 + self.below(2);
         (0..n)
-            .map(|_| (1000 + self.below(50) as u32, Bytes::random(self, dummy_ctx())))
+            .map(|_| {
+                (
+                    1000 + self.below(50) as u32,
+                    Bytes::random(self, dummy_ctx()),
+                )
+            })
             .collect()
     }
 }
@@ -143,7 +148,10 @@ impl Random for String {
 impl Random for Bytes {
     fn random(g: &mut Gen, _: Ctx) -> Self {
         let n = g.len();
-        (0..n).map(|_| g.next_u64() as u8).collect::<Vec<u8>>().into()
+        (0..n)
+            .map(|_| g.next_u64() as u8)
+            .collect::<Vec<u8>>()
+            .into()
     }
 }
 
