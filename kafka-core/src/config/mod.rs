@@ -1,0 +1,92 @@
+//! Client configuration with Java's key names and defaults: typed values, parsing from a string
+//! map, and errors that name the key and the rule it broke.
+
+mod parse;
+mod producer;
+
+use thiserror::Error;
+
+pub use parse::HostPort;
+pub use producer::{Acks, MetadataRecoveryStrategy, ProducerConfig, ProducerConfigBuilder};
+
+/// A configuration key or value was wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The key is not a configuration key of this client.
+    #[error("unknown config key `{key}`: check its spelling against the Kafka producer docs")]
+    UnknownKey {
+        /// The key as given.
+        key: String,
+    },
+    /// The value does not satisfy the key's rule.
+    #[error("invalid value `{value}` for `{key}`: {rule}")]
+    InvalidValue {
+        /// The key.
+        key: &'static str,
+        /// The value as given.
+        value: String,
+        /// What the key accepts.
+        rule: String,
+    },
+    /// Two explicit settings contradict each other.
+    #[error("`{key}` conflicts with `{other}`: {reason}")]
+    Conflict {
+        /// The setting that cannot hold.
+        key: &'static str,
+        /// The setting it conflicts with.
+        other: &'static str,
+        /// Why, and how to fix it.
+        reason: String,
+    },
+}
+
+/// Declares a config struct from a table of `field: Type = "java.key", "default", parser;` lines.
+/// It generates the struct, its defaults, the list of keys, and parsing from a string map.
+macro_rules! config_table {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* $field:ident : $ty:ty = $key:literal, $default:literal, $parse:expr; )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+            /// The keys that were set explicitly (Java treats defaults and explicit values differently).
+            explicit: std::collections::BTreeSet<&'static str>,
+        }
+
+        impl $name {
+            /// Every key with its default, as Java documents them.
+            pub const KEYS: &'static [(&'static str, &'static str)] = &[$( ($key, $default), )*];
+
+            /// The configuration with every default, before validation.
+            fn defaults() -> Self {
+                $name {
+                    $( $field: ($parse)($key, $default).expect(concat!("the default of ", $key, " parses")), )*
+                    explicit: Default::default(),
+                }
+            }
+
+            /// Applies one `key = value` setting.
+            fn set(&mut self, key: &str, value: &str) -> Result<(), $crate::config::ConfigError> {
+                match key {
+                    $( $key => {
+                        self.$field = ($parse)($key, value)?;
+                        self.explicit.insert($key);
+                    } )*
+                    other => return Err($crate::config::ConfigError::UnknownKey { key: other.to_owned() }),
+                }
+                Ok(())
+            }
+
+            /// Whether `key` was set explicitly rather than defaulted.
+            pub fn is_explicit(&self, key: &str) -> bool {
+                self.explicit.contains(key)
+            }
+        }
+    };
+}
+pub(crate) use config_table;
