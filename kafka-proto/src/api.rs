@@ -56,6 +56,17 @@ pub(crate) fn encode_body<T: Wire>(
     msg.write(buf, ctx)
 }
 
+/// Decodes a response body. A broker that does not support the requested ApiVersions version
+/// answers UNSUPPORTED_VERSION with a v0 body (and, like every ApiVersions reply, a v0 header)
+/// listing what it does support. As in the Java client, a body that does not parse at the
+/// requested version is parsed again at v0. No other API has this rule.
+fn decode_response_body<T: Wire>(key: ApiKey, buf: &Bytes, version: i16) -> Result<T, DecodeError> {
+    match decode_body(key, buf, version) {
+        Err(_) if key == ApiKey::ApiVersions && version != 0 => decode_body(key, buf, 0),
+        other => other,
+    }
+}
+
 pub(crate) fn decode_body<T: Wire>(
     key: ApiKey,
     buf: &Bytes,
@@ -145,7 +156,7 @@ macro_rules! kafka_apis {
             }
             impl Decode for $resp_mod::$resp {
                 fn decode(buf: &Bytes, version: i16) -> Result<Self, DecodeError> {
-                    decode_body(ApiKey::$name, buf, version)
+                    decode_response_body(ApiKey::$name, buf, version)
                 }
             }
             #[cfg(feature = "broker")]
@@ -171,14 +182,8 @@ macro_rules! kafka_apis {
 
         impl ResponseBody {
             /// Decodes a response body for `key` at `version`.
-            ///
-            /// ApiVersions gets the fallback real brokers need; see [`decode_api_versions_response`].
             pub fn decode(key: ApiKey, version: i16, buf: &Bytes) -> Result<Self, DecodeError> {
-                #[allow(unreachable_patterns)]
                 match key {
-                    ApiKey::ApiVersions => {
-                        crate::versions::decode_api_versions_response(buf, version).map(ResponseBody::ApiVersions)
-                    }
                     $( ApiKey::$name => Ok(ResponseBody::$name(Decode::decode(buf, version)?)), )*
                 }
             }
@@ -301,8 +306,6 @@ impl ApiKey {
         }
     }
 }
-
-pub use crate::versions::decode_api_versions_response;
 
 impl std::fmt::Display for ApiKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

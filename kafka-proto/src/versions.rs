@@ -1,26 +1,9 @@
 //! Version negotiation: from a broker's ApiVersions reply, the highest version both sides speak.
 
-use bytes::Bytes;
 use thiserror::Error;
 
-use crate::api::{ApiKey, Decode};
+use crate::api::ApiKey;
 use crate::messages::api_versions_response::ApiVersionsResponse;
-use crate::DecodeError;
-
-/// Decodes an ApiVersions response body sent in reply to a request at `version`.
-///
-/// A broker that does not support the requested version answers UNSUPPORTED_VERSION with a
-/// v0 body (and, like every ApiVersions reply, a v0 header), listing the versions it does
-/// support. As in the Java client, a body that does not parse at `version` is parsed again at v0.
-pub fn decode_api_versions_response(
-    buf: &Bytes,
-    version: i16,
-) -> Result<ApiVersionsResponse, DecodeError> {
-    match ApiVersionsResponse::decode(buf, version) {
-        Err(_) if version != 0 => ApiVersionsResponse::decode(buf, 0),
-        other => other,
-    }
-}
 
 /// No version of an API is spoken by both this client and the broker.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -112,6 +95,8 @@ impl BrokerVersions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::Decode;
+    use bytes::Bytes;
 
     #[test]
     fn picks_the_highest_common_version_from_an_unsorted_list() {
@@ -145,7 +130,8 @@ mod tests {
     fn unsupported_version_reply_is_read_at_v0() {
         // A v0 body: error 35 (UNSUPPORTED_VERSION), then [ApiVersions 0..=2].
         let body = Bytes::from_static(&[0, 35, 0, 0, 0, 1, 0, 18, 0, 0, 0, 2]);
-        let resp = decode_api_versions_response(&body, 3).unwrap();
+        // The typed decoder falls back to v0 by itself.
+        let resp = ApiVersionsResponse::decode(&body, 3).unwrap();
         assert_eq!(resp.error_code, 35);
         assert_eq!(resp.api_keys.len(), 1);
         assert_eq!(resp.api_keys[0].api_key, 18);

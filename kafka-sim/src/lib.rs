@@ -1,4 +1,9 @@
-//! The broker side of the wire for tests and simulations. The scripted broker arrives with the
-//! kafka-core issue and the simulated cluster with the simulation issue; today it exposes the
-//! codec's broker directions, which is all it may depend on.
+//! The broker side of the wire for tests and simulations: today the [`ScriptedBroker`], later a
+//! seeded simulated cluster. It depends only on the codec's `broker` feature, never on
+//! kafka-core, so kafka-core's own tests and doctests can use it.
+#![warn(missing_docs)]
+
+pub mod scripted;
+
 pub use kafka_proto as proto;
+pub use scripted::{Output, Reply, ScriptedBroker};

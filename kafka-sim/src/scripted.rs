@@ -1,0 +1,232 @@
+//! The scripted broker: one connection's broker side, answering each request with whatever the
+//! test's handler says, and logging every request for assertions.
+//!
+//! It speaks real Kafka bytes: feed it what the client sent, get back what the broker would
+//! write. ApiVersions is answered by default from a configurable version table, including the
+//! UNSUPPORTED_VERSION v0 reply that real brokers send to a too-new request.
+
+use bytes::{Bytes, BytesMut};
+use kafka_proto::api::{ApiKey, RequestBody, ResponseBody};
+use kafka_proto::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+use kafka_proto::{decode_request, encode_response, DecodeError, FrameDecoder, RequestHeader};
+
+/// What the broker does with one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Answer with this body, encoded at the request's version.
+    Respond(ResponseBody),
+    /// Answer with this body encoded at another version (as brokers do for UNSUPPORTED_VERSION).
+    RespondAt(ResponseBody, i16),
+    /// Close the connection without answering.
+    Close,
+    /// Never answer (the client's request timeout must fire).
+    Ignore,
+}
+
+/// The broker's output after being fed bytes.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Output {
+    /// Bytes to deliver to the client, in order.
+    pub bytes: Bytes,
+    /// Whether the broker closed the connection (after `bytes`).
+    pub closed: bool,
+}
+
+type Handler = Box<dyn FnMut(&RequestHeader, &RequestBody) -> Reply + Send>;
+
+/// One broker connection driven by a script.
+pub struct ScriptedBroker {
+    versions: Vec<(i16, i16, i16)>,
+    frames: FrameDecoder,
+    handler: Handler,
+    requests: Vec<(RequestHeader, RequestBody)>,
+    closed: bool,
+}
+
+impl std::fmt::Debug for ScriptedBroker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedBroker")
+            .field("requests", &self.requests.len())
+            .field("closed", &self.closed)
+            .finish()
+    }
+}
+
+impl ScriptedBroker {
+    /// A broker advertising every API at the versions this codec implements, answering
+    /// everything but ApiVersions through `handler`.
+    pub fn new(
+        handler: impl FnMut(&RequestHeader, &RequestBody) -> Reply + Send + 'static,
+    ) -> Self {
+        ScriptedBroker {
+            versions: ApiKey::ALL
+                .iter()
+                .map(|k| (k.key(), k.min_version(), k.max_version()))
+                .collect(),
+            frames: FrameDecoder::default(),
+            handler: Box::new(handler),
+            requests: Vec::new(),
+            closed: false,
+        }
+    }
+
+    /// Advertises exactly these `(api key, min, max)` ranges, in this order (real brokers
+    /// need not sort them).
+    pub fn with_versions(mut self, versions: Vec<(i16, i16, i16)>) -> Self {
+        self.versions = versions;
+        self
+    }
+
+    /// Every request received so far, decoded.
+    pub fn requests(&self) -> &[(RequestHeader, RequestBody)] {
+        &self.requests
+    }
+
+    /// Whether the broker has closed the connection.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Feeds bytes the client sent; returns what the broker writes back.
+    ///
+    /// A malformed request closes the connection, as Kafka brokers do.
+    pub fn receive(&mut self, data: &[u8]) -> Result<Output, DecodeError> {
+        let mut out = BytesMut::new();
+        if self.closed {
+            return Ok(Output {
+                bytes: Bytes::new(),
+                closed: true,
+            });
+        }
+        self.frames.extend(data);
+        while let Some(frame) = self.frames.next_frame()? {
+            let (header, body) = match decode_request(&frame) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.closed = true;
+                    return Err(e);
+                }
+            };
+            let reply = self.reply(&header, &body);
+            self.requests.push((header.clone(), body));
+            let key = ApiKey::from_i16(header.api_key).expect("decode_request checked the key");
+            let (resp, version) = match reply {
+                Reply::Respond(r) => (r, header.api_version),
+                Reply::RespondAt(r, v) => (r, v),
+                Reply::Ignore => continue,
+                Reply::Close => {
+                    self.closed = true;
+                    break;
+                }
+            };
+            encode_response(&mut out, key, version, header.correlation_id, &resp)
+                .expect("a scripted response must encode at its version");
+        }
+        Ok(Output {
+            bytes: out.freeze(),
+            closed: self.closed,
+        })
+    }
+
+    fn reply(&mut self, header: &RequestHeader, body: &RequestBody) -> Reply {
+        if let RequestBody::ApiVersions(_) = body {
+            return self.api_versions(header.api_version);
+        }
+        (self.handler)(header, body)
+    }
+
+    fn api_versions(&self, version: i16) -> Reply {
+        let api_keys = self
+            .versions
+            .iter()
+            .map(|&(api_key, min_version, max_version)| ApiVersion {
+                api_key,
+                min_version,
+                max_version,
+                ..Default::default()
+            })
+            .collect();
+        let max = self
+            .versions
+            .iter()
+            .find(|v| v.0 == ApiKey::ApiVersions.key())
+            .map_or(0, |v| v.2);
+        if version > max {
+            // Too new for this broker: error 35 in a v0 body, listing what it does speak.
+            let resp = ApiVersionsResponse {
+                error_code: 35,
+                api_keys,
+                ..Default::default()
+            };
+            return Reply::RespondAt(ResponseBody::ApiVersions(resp), 0);
+        }
+        Reply::Respond(ResponseBody::ApiVersions(ApiVersionsResponse {
+            api_keys,
+            ..Default::default()
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_proto::messages::api_versions_request::ApiVersionsRequest;
+    use kafka_proto::messages::metadata_request::MetadataRequest;
+    use kafka_proto::messages::metadata_response::MetadataResponse;
+    use kafka_proto::{decode_response, encode_request};
+
+    fn frame_of(out: &Output) -> Bytes {
+        let mut d = FrameDecoder::default();
+        d.extend(&out.bytes);
+        d.next_frame().unwrap().expect("one whole response frame")
+    }
+
+    #[test]
+    fn answers_api_versions_and_falls_back_to_v0_when_too_new() {
+        let mut b =
+            ScriptedBroker::new(|_, _| Reply::Ignore).with_versions(vec![(3, 0, 12), (18, 0, 2)]);
+        let mut req = BytesMut::new();
+        encode_request(&mut req, &ApiVersionsRequest::default(), 3, 1, Some("t")).unwrap();
+        let out = b.receive(&req).unwrap();
+        // The reply is a v0 body with error 35; the client's decoder falls back to v0.
+        let (h, resp) = decode_response::<ApiVersionsResponse>(&frame_of(&out), 3).unwrap();
+        assert_eq!(
+            (h.correlation_id, resp.error_code, resp.api_keys.len()),
+            (1, 35, 2)
+        );
+
+        let mut req = BytesMut::new();
+        encode_request(&mut req, &ApiVersionsRequest::default(), 2, 2, Some("t")).unwrap();
+        let (_, resp) =
+            decode_response::<ApiVersionsResponse>(&frame_of(&b.receive(&req).unwrap()), 2)
+                .unwrap();
+        assert_eq!(resp.error_code, 0);
+        assert_eq!(b.requests().len(), 2);
+    }
+
+    #[test]
+    fn handler_replies_ignores_and_closes() {
+        let mut n = 0;
+        let mut b = ScriptedBroker::new(move |_, body| {
+            assert!(matches!(body, RequestBody::Metadata(_)));
+            n += 1;
+            match n {
+                1 => Reply::Respond(ResponseBody::Metadata(MetadataResponse::default())),
+                2 => Reply::Ignore,
+                _ => Reply::Close,
+            }
+        });
+        let mut req = BytesMut::new();
+        for id in 0..3 {
+            encode_request(&mut req, &MetadataRequest::default(), 12, id, None).unwrap();
+        }
+        // Split anywhere: the broker reframes.
+        let first = b.receive(&req[..7]).unwrap();
+        assert!(first.bytes.is_empty() && !first.closed);
+        let out = b.receive(&req[7..]).unwrap();
+        assert!(out.closed);
+        let (h, _) = decode_response::<MetadataResponse>(&frame_of(&out), 12).unwrap();
+        assert_eq!(h.correlation_id, 0);
+        assert_eq!(b.requests().len(), 3);
+    }
+}
