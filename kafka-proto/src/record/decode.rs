@@ -300,7 +300,12 @@ impl Records {
             key,
             value,
             headers: Headers {
-                data: self.data.slice(headers_start..headers_end),
+                // Most records have no headers: skip the refcount bump of a slice.
+                data: if count == 0 {
+                    Bytes::new()
+                } else {
+                    self.data.slice(headers_start..headers_end)
+                },
                 left: count,
             },
         })
