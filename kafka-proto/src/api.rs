@@ -342,3 +342,45 @@ pub fn implemented() -> Vec<(ApiKey, i16, Direction)> {
     }
     out
 }
+
+macro_rules! throttled {
+    ($($name:ident),* $(,)?) => {
+        impl ResponseBody {
+            /// How long the broker asks the client to hold off this connection (KIP-219), in ms.
+            /// Zero for responses without the field, or versions before it.
+            pub fn throttle_time_ms(&self) -> i32 {
+                match self {
+                    $( ResponseBody::$name(r) => r.throttle_time_ms, )*
+                    _ => 0,
+                }
+            }
+        }
+    };
+}
+
+// Every response with a `throttle_time_ms` field (all but the SASL ones).
+throttled!(
+    Produce,
+    Fetch,
+    ListOffsets,
+    Metadata,
+    OffsetCommit,
+    OffsetFetch,
+    FindCoordinator,
+    JoinGroup,
+    Heartbeat,
+    LeaveGroup,
+    SyncGroup,
+    DescribeGroups,
+    ListGroups,
+    ApiVersions,
+    CreateTopics,
+    DeleteTopics,
+    InitProducerId,
+    OffsetForLeaderEpoch,
+    AddPartitionsToTxn,
+    AddOffsetsToTxn,
+    EndTxn,
+    TxnOffsetCommit,
+    ConsumerGroupHeartbeat,
+);

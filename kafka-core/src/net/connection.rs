@@ -1,0 +1,114 @@
+//! One broker connection's state: setup, the ApiVersions handshake, negotiated versions,
+//! in-flight requests in send order, framing, throttling and idleness.
+
+use std::collections::VecDeque;
+
+use kafka_proto::api::ApiKey;
+use kafka_proto::{BrokerVersions, FrameDecoder};
+
+use super::{ConnId, NodeId, Purpose};
+use crate::config::HostPort;
+use crate::time::Instant;
+
+/// Who a connection is to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Peer {
+    /// A `bootstrap.servers` entry whose node id is not known yet.
+    Bootstrap,
+    /// A known node, for one purpose.
+    Node(NodeId, Purpose),
+}
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Waiting for the adapter's "connected", until the setup deadline.
+    Connecting { deadline: Instant },
+    /// Connected; the ApiVersions exchange is in flight.
+    Handshake,
+    /// Versions negotiated; requests may be sent.
+    Ready,
+}
+
+/// Who is waiting for a response.
+#[derive(Debug, Clone)]
+pub(crate) enum Tag<T> {
+    /// The connection's own ApiVersions request.
+    Handshake,
+    /// A caller's request, with the caller's tag.
+    User(T),
+}
+
+/// A request sent and not yet answered.
+#[derive(Debug, Clone)]
+pub(crate) struct InFlight<T> {
+    pub correlation_id: i32,
+    pub api: ApiKey,
+    pub version: i16,
+    pub deadline: Instant,
+    pub tag: Tag<T>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Connection<T> {
+    pub id: ConnId,
+    pub addr: HostPort,
+    pub peer: Peer,
+    pub state: State,
+    pub versions: BrokerVersions,
+    pub frames: FrameDecoder,
+    /// Kafka answers in send order on a connection, so this is a queue.
+    pub in_flight: VecDeque<InFlight<T>>,
+    pub last_active: Instant,
+    /// KIP-219: no new request before this instant.
+    pub muted_until: Option<Instant>,
+    /// A bootstrap connection no node adopted: close it once nothing is in flight.
+    pub close_when_idle: bool,
+}
+
+impl<T> Connection<T> {
+    pub fn new(id: ConnId, addr: HostPort, peer: Peer, deadline: Instant, now: Instant) -> Self {
+        Connection {
+            id,
+            addr,
+            peer,
+            state: State::Connecting { deadline },
+            versions: BrokerVersions::default(),
+            frames: FrameDecoder::default(),
+            in_flight: VecDeque::new(),
+            last_active: now,
+            muted_until: None,
+            close_when_idle: false,
+        }
+    }
+
+    pub fn node(&self) -> Option<NodeId> {
+        match self.peer {
+            Peer::Node(id, _) => Some(id),
+            Peer::Bootstrap => None,
+        }
+    }
+
+    /// Ready, not throttled, and under the in-flight limit.
+    pub fn can_send(&self, max_in_flight: usize, now: Instant) -> bool {
+        self.state == State::Ready
+            && self.muted_until.is_none_or(|t| t <= now)
+            && self.in_flight.len() < max_in_flight
+    }
+
+    /// The earliest instant this connection needs attention at.
+    pub fn next_deadline(&self, idle: std::time::Duration) -> Option<Instant> {
+        let setup = match self.state {
+            State::Connecting { deadline } => Some(deadline),
+            _ => None,
+        };
+        // Deadlines grow in send order, so the oldest request expires first.
+        let request = self.in_flight.front().map(|f| f.deadline);
+        let idle = (self.state == State::Ready && self.in_flight.is_empty())
+            .then_some(self.last_active + idle);
+        [setup, request, idle, self.muted_until]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}

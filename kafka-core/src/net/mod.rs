@@ -1,0 +1,663 @@
+//! The sans-IO connection manager: it decides when to connect, to which server, with which
+//! request versions, and when to give up, and leaves every socket operation to the caller.
+//!
+//! - Nothing connects until a caller needs a connection ([`Network::ready`] or
+//!   [`Network::least_loaded`]).
+//! - Bootstrap tries one server at a time, in an order shuffled by the seed.
+//! - Every connection starts with ApiVersions; an UNSUPPORTED_VERSION reply is retried at the
+//!   highest version the broker listed. Each request then uses the highest common version.
+//! - Connections are keyed by (node, purpose). A bootstrap connection is adopted as a node's
+//!   data connection when its host:port equals the node's, or closed once idle: no zombies.
+//! - Request timeouts close the connection (its responses can no longer be trusted to arrive),
+//!   failed connections back off exponentially with jitter, idle ones are closed, and a
+//!   response's `throttle_time_ms` mutes its connection (KIP-219).
+
+mod connection;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_proto::api::{ApiKey, Request, ResponseBody};
+use kafka_proto::header::{decode_response_body, peek_correlation_id};
+use kafka_proto::messages::api_versions_request::ApiVersionsRequest;
+use kafka_proto::{encode_request, BrokerVersions, DecodeError, NegotiationError};
+
+use crate::backoff::Backoff;
+use crate::config::{HostPort, ProducerConfig};
+use crate::rng::Rng;
+use crate::time::Instant;
+pub use connection::Peer;
+use connection::{Connection, InFlight, State, Tag};
+
+/// A broker's node id.
+pub type NodeId = i32;
+
+/// A connection, as numbered by the core. The adapter maps it to a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+/// Why a connection to a node exists. The coordinator gets its own, so heartbeats never queue
+/// behind a long-polling fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Purpose {
+    /// Produce, fetch, metadata.
+    Data,
+    /// Group coordination.
+    Coordinator,
+}
+
+/// What the adapter must do on the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transmit {
+    /// Open a TCP connection (resolving the host) and report back with `handle_connected` or
+    /// `handle_connect_failed`.
+    Connect {
+        /// The connection's id.
+        conn: ConnId,
+        /// Where to.
+        addr: HostPort,
+    },
+    /// Write these bytes, in order, after those sent before on the connection.
+    Send {
+        /// The connection.
+        conn: ConnId,
+        /// The bytes.
+        bytes: Bytes,
+    },
+    /// Close the connection. No `handle_closed` is expected for it.
+    Close {
+        /// The connection.
+        conn: ConnId,
+    },
+}
+
+/// Why a request got no response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The connection closed first; the broker may or may not have processed the request.
+    #[error("the connection to {addr} closed before the response arrived")]
+    Disconnected {
+        /// The broker's address.
+        addr: HostPort,
+    },
+    /// No response within `request.timeout.ms`; the connection was closed.
+    #[error("no response from {addr} within request.timeout.ms")]
+    TimedOut {
+        /// The broker's address.
+        addr: HostPort,
+    },
+    /// The response could not be decoded; the connection was closed.
+    #[error("malformed response from {addr}: {error}")]
+    Malformed {
+        /// The broker's address.
+        addr: HostPort,
+        /// What was wrong.
+        error: DecodeError,
+    },
+}
+
+/// A request's outcome, for the caller that sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NetEvent<T> {
+    /// The response arrived.
+    Response {
+        /// The connection it came on.
+        conn: ConnId,
+        /// The node, if known.
+        node: Option<NodeId>,
+        /// The caller's tag.
+        tag: T,
+        /// The version the request was sent at.
+        version: i16,
+        /// The response.
+        body: ResponseBody,
+    },
+    /// It never will.
+    Failed {
+        /// The connection it was sent on.
+        conn: ConnId,
+        /// The node, if known.
+        node: Option<NodeId>,
+        /// The caller's tag.
+        tag: T,
+        /// Why.
+        error: RequestError,
+    },
+}
+
+/// Why a request could not be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The connection is not ready (check [`Network::ready`] first).
+    #[error("connection {0:?} is not ready to send")]
+    NotReady(ConnId),
+    /// No version both sides speak.
+    #[error(transparent)]
+    Version(#[from] NegotiationError),
+    /// The request could not be encoded.
+    #[error(transparent)]
+    Encode(#[from] kafka_proto::EncodeError),
+}
+
+/// The connection manager's settings.
+#[derive(Debug, Clone)]
+pub struct NetConfig {
+    /// `client.id`, sent in every request header.
+    pub client_id: String,
+    /// `request.timeout.ms`.
+    pub request_timeout: Duration,
+    /// `socket.connection.setup.timeout.ms` and its `.max.ms`.
+    pub setup_timeout: Backoff,
+    /// `reconnect.backoff.ms` and its `.max.ms`.
+    pub reconnect: Backoff,
+    /// `connections.max.idle.ms`.
+    pub max_idle: Duration,
+    /// `max.in.flight.requests.per.connection`.
+    pub max_in_flight: usize,
+    /// `random.seed`.
+    pub seed: u64,
+}
+
+impl NetConfig {
+    /// The network settings of a producer configuration.
+    pub fn from_producer(c: &ProducerConfig) -> Self {
+        NetConfig {
+            client_id: c.client_id.clone(),
+            request_timeout: c.request_timeout,
+            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
+            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
+            max_idle: c.connections_max_idle,
+            max_in_flight: c.max_in_flight,
+            seed: c.random_seed,
+        }
+    }
+}
+
+/// Consecutive failures to one address, and when it may be tried again.
+#[derive(Debug, Clone, Copy, Default)]
+struct Failures {
+    count: u32,
+    retry_at: Option<Instant>,
+}
+
+/// The client software name and version sent in ApiVersions v3+ (KIP-511).
+const SOFTWARE_NAME: &str = "kafka-rs";
+
+/// The connection manager. `T` is the caller's tag for matching responses to its requests.
+#[derive(Debug)]
+pub struct Network<T> {
+    cfg: NetConfig,
+    rng: Rng,
+    conns: BTreeMap<ConnId, Connection<T>>,
+    by_node: BTreeMap<(NodeId, Purpose), ConnId>,
+    nodes: BTreeMap<NodeId, HostPort>,
+    bootstrap: Vec<HostPort>,
+    bootstrap_next: usize,
+    failures: BTreeMap<HostPort, Failures>,
+    next_conn: u64,
+    next_correlation: i32,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<NetEvent<T>>,
+}
+
+impl<T> Network<T> {
+    /// A manager that will bootstrap from `bootstrap` (tried one at a time, in seeded random order).
+    pub fn new(cfg: NetConfig, bootstrap: Vec<HostPort>) -> Self {
+        let mut rng = Rng::new(cfg.seed);
+        let mut bootstrap = bootstrap;
+        rng.shuffle(&mut bootstrap);
+        Network {
+            cfg,
+            rng,
+            conns: BTreeMap::new(),
+            by_node: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            bootstrap,
+            bootstrap_next: 0,
+            failures: BTreeMap::new(),
+            next_conn: 0,
+            next_correlation: 0,
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// Learns the cluster's nodes from metadata. A bootstrap connection whose address is a
+    /// node's becomes that node's data connection (unless it has one); any other is closed
+    /// once nothing is in flight on it.
+    pub fn update_nodes(
+        &mut self,
+        nodes: impl IntoIterator<Item = (NodeId, HostPort)>,
+        now: Instant,
+    ) {
+        self.nodes = nodes.into_iter().collect();
+        let bootstrap: Vec<ConnId> = self
+            .conns
+            .values()
+            .filter(|c| c.peer == Peer::Bootstrap)
+            .map(|c| c.id)
+            .collect();
+        for id in bootstrap {
+            let addr = self.conns[&id].addr.clone();
+            let adopt = self
+                .nodes
+                .iter()
+                .find(|(node, a)| {
+                    **a == addr && !self.by_node.contains_key(&(**node, Purpose::Data))
+                })
+                .map(|(node, _)| *node);
+            let conn = self.conns.get_mut(&id).expect("listed above");
+            match adopt {
+                Some(node) => {
+                    conn.peer = Peer::Node(node, Purpose::Data);
+                    self.by_node.insert((node, Purpose::Data), id);
+                }
+                None => conn.close_when_idle = true,
+            }
+        }
+        self.close_idle_bootstrap(now);
+    }
+
+    /// The nodes known from metadata.
+    pub fn nodes(&self) -> &BTreeMap<NodeId, HostPort> {
+        &self.nodes
+    }
+
+    /// The connection to `node` for `purpose` if it can take a request now. Otherwise starts
+    /// connecting (unless backing off) and returns `None`; try again after the next event.
+    pub fn ready(&mut self, node: NodeId, purpose: Purpose, now: Instant) -> Option<ConnId> {
+        if let Some(id) = self.by_node.get(&(node, purpose)) {
+            let c = &self.conns[id];
+            return c.can_send(self.cfg.max_in_flight, now).then_some(c.id);
+        }
+        let addr = self.nodes.get(&node)?.clone();
+        if self.may_connect(&addr, now) {
+            self.connect(addr, Peer::Node(node, purpose), now);
+        }
+        None
+    }
+
+    /// The ready data connection with the fewest requests in flight, for requests any broker
+    /// can answer (Metadata, FindCoordinator, InitProducerId). With none ready, it starts a
+    /// connection: to a known node, or before metadata, to the next bootstrap server.
+    pub fn least_loaded(&mut self, now: Instant) -> Option<ConnId> {
+        let max = self.cfg.max_in_flight;
+        let best = self
+            .conns
+            .values()
+            .filter(|c| !matches!(c.peer, Peer::Node(_, Purpose::Coordinator)))
+            .filter(|c| !c.close_when_idle && c.can_send(max, now))
+            .min_by_key(|c| (c.in_flight.len(), c.id))
+            .map(|c| c.id);
+        if best.is_some() {
+            return best;
+        }
+        if self
+            .conns
+            .values()
+            .any(|c| c.state != State::Ready && !c.close_when_idle)
+        {
+            return None; // one is on its way
+        }
+        let mut candidates: Vec<NodeId> = self
+            .nodes
+            .iter()
+            .filter(|(n, a)| {
+                !self.by_node.contains_key(&(**n, Purpose::Data)) && self.may_connect(a, now)
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        if !candidates.is_empty() {
+            let node = candidates.swap_remove(self.rng.below(candidates.len() as u64) as usize);
+            let addr = self.nodes[&node].clone();
+            self.connect(addr, Peer::Node(node, Purpose::Data), now);
+        } else if self.nodes.is_empty() && !self.bootstrap.is_empty() {
+            let addr = self.bootstrap[self.bootstrap_next % self.bootstrap.len()].clone();
+            if self.may_connect(&addr, now) {
+                self.connect(addr, Peer::Bootstrap, now);
+            }
+        }
+        None
+    }
+
+    /// Sends a request on a ready connection at the highest version both sides speak.
+    /// Returns the version used. With `expect_response` false (Produce with acks=0) the request
+    /// is complete once written, and no event follows.
+    pub fn send<R: Request>(
+        &mut self,
+        conn: ConnId,
+        request: &R,
+        tag: T,
+        expect_response: bool,
+        now: Instant,
+    ) -> Result<i16, SendError> {
+        let max = self.cfg.max_in_flight;
+        let c = self
+            .conns
+            .get(&conn)
+            .filter(|c| c.can_send(max, now))
+            .ok_or(SendError::NotReady(conn))?;
+        let version = c.versions.negotiate(R::API_KEY)?;
+        self.write(
+            conn,
+            request,
+            version,
+            expect_response.then_some(Tag::User(tag)),
+            now,
+        )?;
+        Ok(version)
+    }
+
+    /// The negotiated version of `api` on a ready connection.
+    pub fn version(&self, conn: ConnId, api: ApiKey) -> Option<i16> {
+        let c = self.conns.get(&conn)?;
+        (c.state == State::Ready)
+            .then(|| c.versions.negotiate(api).ok())
+            .flatten()
+    }
+
+    /// The node a connection belongs to, if known.
+    pub fn node_of(&self, conn: ConnId) -> Option<NodeId> {
+        self.conns.get(&conn).and_then(|c| c.node())
+    }
+
+    /// Requests in flight on a connection.
+    pub fn in_flight(&self, conn: ConnId) -> usize {
+        self.conns.get(&conn).map_or(0, |c| c.in_flight.len())
+    }
+
+    fn write<R: Request>(
+        &mut self,
+        conn: ConnId,
+        request: &R,
+        version: i16,
+        tag: Option<Tag<T>>,
+        now: Instant,
+    ) -> Result<(), SendError> {
+        let correlation_id = self.next_correlation;
+        self.next_correlation = self.next_correlation.wrapping_add(1) & i32::MAX;
+        let mut buf = BytesMut::new();
+        let client_id = (!self.cfg.client_id.is_empty()).then_some(self.cfg.client_id.as_str());
+        encode_request(&mut buf, request, version, correlation_id, client_id)?;
+        let deadline = now + self.cfg.request_timeout;
+        let c = self.conns.get_mut(&conn).expect("checked by the caller");
+        if let Some(tag) = tag {
+            c.in_flight.push_back(InFlight {
+                correlation_id,
+                api: R::API_KEY,
+                version,
+                deadline,
+                tag,
+            });
+        }
+        c.last_active = now;
+        self.transmits.push_back(Transmit::Send {
+            conn,
+            bytes: buf.freeze(),
+        });
+        Ok(())
+    }
+
+    fn may_connect(&self, addr: &HostPort, now: Instant) -> bool {
+        self.failures
+            .get(addr)
+            .and_then(|f| f.retry_at)
+            .is_none_or(|t| t <= now)
+    }
+
+    fn connect(&mut self, addr: HostPort, peer: Peer, now: Instant) -> ConnId {
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        let attempts = self.failures.get(&addr).map_or(0, |f| f.count);
+        let deadline = now + self.cfg.setup_timeout.delay(attempts, &mut self.rng);
+        if let Peer::Node(node, purpose) = peer {
+            self.by_node.insert((node, purpose), id);
+        }
+        self.transmits.push_back(Transmit::Connect {
+            conn: id,
+            addr: addr.clone(),
+        });
+        self.conns
+            .insert(id, Connection::new(id, addr, peer, deadline, now));
+        id
+    }
+
+    /// The adapter connected the socket: the ApiVersions handshake starts.
+    pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if !matches!(c.state, State::Connecting { .. }) {
+            return;
+        }
+        c.state = State::Handshake;
+        self.send_api_versions(conn, ApiKey::ApiVersions.max_version(), now);
+    }
+
+    fn send_api_versions(&mut self, conn: ConnId, version: i16, now: Instant) {
+        let req = ApiVersionsRequest {
+            client_software_name: SOFTWARE_NAME.into(),
+            client_software_version: env!("CARGO_PKG_VERSION").into(),
+            ..Default::default()
+        };
+        if self
+            .write(conn, &req, version, Some(Tag::Handshake), now)
+            .is_err()
+        {
+            self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, true);
+        }
+    }
+
+    /// The adapter could not connect (refused, unreachable, DNS failure).
+    pub fn handle_connect_failed(&mut self, conn: ConnId, now: Instant) {
+        self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, false);
+    }
+
+    /// The peer closed the connection, or the socket failed.
+    pub fn handle_closed(&mut self, conn: ConnId, now: Instant) {
+        self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, false);
+    }
+
+    /// Bytes arrived on a connection.
+    pub fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.frames.extend(data);
+        c.last_active = now;
+        loop {
+            let c = self.conns.get_mut(&conn).expect("present");
+            let frame = match c.frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(error) => return self.malformed(conn, error, now),
+            };
+            let expected = c.in_flight.front().map(|f| f.correlation_id);
+            if expected.is_none() || peek_correlation_id(&frame) != expected {
+                return self.malformed(
+                    conn,
+                    DecodeError::InvalidBatch("response for no request in flight"),
+                    now,
+                );
+            }
+            let req = c.in_flight.pop_front().expect("checked");
+            let body = match decode_response_body(req.api, req.version, &frame) {
+                Ok((_, body)) => body,
+                Err(error) => {
+                    c.in_flight.push_front(req);
+                    return self.malformed(conn, error, now);
+                }
+            };
+            let throttle = body.throttle_time_ms();
+            if throttle > 0 {
+                c.muted_until = Some(now + Duration::from_millis(throttle as u64));
+            }
+            let node = c.node();
+            match req.tag {
+                Tag::Handshake => self.on_api_versions(conn, body, req.version, now),
+                Tag::User(tag) => self.events.push_back(NetEvent::Response {
+                    conn,
+                    node,
+                    tag,
+                    version: req.version,
+                    body,
+                }),
+            }
+            if !self.conns.contains_key(&conn) {
+                break;
+            }
+        }
+        self.close_idle_bootstrap(now);
+    }
+
+    fn on_api_versions(&mut self, conn: ConnId, body: ResponseBody, sent: i16, now: Instant) {
+        let ResponseBody::ApiVersions(resp) = body else {
+            unreachable!("tagged as handshake")
+        };
+        let versions = BrokerVersions::from_response(&resp);
+        if resp.error_code == 35 {
+            // UNSUPPORTED_VERSION: retry once at the highest ApiVersions version the broker
+            // listed (v0 if it listed none), as Java does. Only ever downwards, so no loop.
+            let max = versions
+                .broker_range(ApiKey::ApiVersions)
+                .map_or(0, |r| r.1);
+            if max < sent {
+                return self.send_api_versions(conn, max.max(0), now);
+            }
+        }
+        if resp.error_code != 0 {
+            let error = DecodeError::InvalidBatch("ApiVersions handshake failed");
+            return self.malformed(conn, error, now);
+        }
+        let c = self.conns.get_mut(&conn).expect("present");
+        c.versions = versions;
+        c.state = State::Ready;
+        let addr = c.addr.clone();
+        self.failures.remove(&addr);
+    }
+
+    fn malformed(&mut self, conn: ConnId, error: DecodeError, now: Instant) {
+        self.fail_connection(
+            conn,
+            now,
+            |addr| RequestError::Malformed {
+                addr,
+                error: error.clone(),
+            },
+            true,
+        );
+    }
+
+    /// Removes a connection, fails what was in flight, and schedules the reconnect backoff.
+    fn fail_connection(
+        &mut self,
+        conn: ConnId,
+        now: Instant,
+        error: impl Fn(HostPort) -> RequestError,
+        we_close: bool,
+    ) {
+        let Some(c) = self.remove(conn, we_close) else {
+            return;
+        };
+        let f = self.failures.entry(c.addr.clone()).or_default();
+        let delay = self.cfg.reconnect.delay(f.count, &mut self.rng);
+        f.count = f.count.saturating_add(1);
+        f.retry_at = Some(now + delay);
+        if c.peer == Peer::Bootstrap {
+            self.bootstrap_next += 1;
+        }
+        let node = c.node();
+        for req in c.in_flight {
+            if let Tag::User(tag) = req.tag {
+                self.events.push_back(NetEvent::Failed {
+                    conn,
+                    node,
+                    tag,
+                    error: error(c.addr.clone()),
+                });
+            }
+        }
+    }
+
+    fn remove(&mut self, conn: ConnId, we_close: bool) -> Option<Connection<T>> {
+        let c = self.conns.remove(&conn)?;
+        if let Peer::Node(node, purpose) = c.peer {
+            if self.by_node.get(&(node, purpose)) == Some(&conn) {
+                self.by_node.remove(&(node, purpose));
+            }
+        }
+        if we_close {
+            self.transmits.push_back(Transmit::Close { conn });
+        }
+        Some(c)
+    }
+
+    fn close_idle_bootstrap(&mut self, _now: Instant) {
+        let idle: Vec<ConnId> = self
+            .conns
+            .values()
+            .filter(|c| c.close_when_idle && c.in_flight.is_empty())
+            .map(|c| c.id)
+            .collect();
+        for id in idle {
+            self.remove(id, true);
+        }
+    }
+
+    /// Expires connection setups, requests and idle connections, and lifts throttles.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+        for id in ids {
+            let c = &self.conns[&id];
+            if let State::Connecting { deadline } = c.state {
+                if deadline <= now {
+                    self.fail_connection(id, now, |addr| RequestError::Disconnected { addr }, true);
+                    continue;
+                }
+            }
+            if c.in_flight.front().is_some_and(|f| f.deadline <= now) {
+                self.fail_connection(id, now, |addr| RequestError::TimedOut { addr }, true);
+                continue;
+            }
+            if c.state == State::Ready
+                && c.in_flight.is_empty()
+                && c.last_active + self.cfg.max_idle <= now
+            {
+                self.remove(id, true);
+                continue;
+            }
+            let c = self.conns.get_mut(&id).expect("present");
+            if c.muted_until.is_some_and(|t| t <= now) {
+                c.muted_until = None;
+            }
+        }
+        for f in self.failures.values_mut() {
+            if f.retry_at.is_some_and(|t| t <= now) {
+                f.retry_at = None;
+            }
+        }
+    }
+
+    /// The next instant [`Network::handle_timeout`] has work at. A pure query.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let conns = self
+            .conns
+            .values()
+            .filter_map(|c| c.next_deadline(self.cfg.max_idle));
+        let retries = self.failures.values().filter_map(|f| f.retry_at);
+        conns.chain(retries).min()
+    }
+
+    /// The next network action for the adapter.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next request outcome for the caller.
+    pub fn poll_event(&mut self) -> Option<NetEvent<T>> {
+        self.events.pop_front()
+    }
+}

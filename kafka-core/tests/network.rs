@@ -1,0 +1,398 @@
+//! The connection manager in virtual time, against scripted brokers.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kafka_core::backoff::Backoff;
+use kafka_core::config::HostPort;
+use kafka_core::net::{ConnId, NetConfig, NetEvent, Network, Purpose, RequestError, Transmit};
+use kafka_core::Instant;
+use kafka_sim::proto::api::{RequestBody, ResponseBody};
+use kafka_sim::proto::messages::metadata_request::MetadataRequest;
+use kafka_sim::proto::messages::metadata_response::MetadataResponse;
+use kafka_sim::{Reply, ScriptedBroker};
+
+type Factory = Box<dyn FnMut(&HostPort) -> Option<ScriptedBroker>>;
+
+/// Plays the adapter: opens scripted brokers for Connect, carries bytes both ways at once.
+struct Harness {
+    net: Network<u32>,
+    now: Instant,
+    brokers: BTreeMap<ConnId, ScriptedBroker>,
+    factory: Factory,
+    log: Vec<Transmit>,
+    events: Vec<NetEvent<u32>>,
+}
+
+fn cfg(seed: u64) -> NetConfig {
+    NetConfig {
+        client_id: "test".into(),
+        request_timeout: Duration::from_secs(30),
+        setup_timeout: Backoff::new(Duration::from_secs(10), Duration::from_secs(30)),
+        reconnect: Backoff::new(Duration::from_millis(50), Duration::from_millis(1000)),
+        max_idle: Duration::from_secs(540),
+        max_in_flight: 5,
+        seed,
+    }
+}
+
+fn hp(s: &str) -> HostPort {
+    HostPort::parse(s).unwrap()
+}
+
+fn metadata_ok(_: &kafka_sim::proto::RequestHeader, body: &RequestBody) -> Reply {
+    match body {
+        RequestBody::Metadata(_) => {
+            Reply::Respond(ResponseBody::Metadata(MetadataResponse::default()))
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+impl Harness {
+    fn new(seed: u64, bootstrap: &[&str], factory: Factory) -> Self {
+        Harness {
+            net: Network::new(cfg(seed), bootstrap.iter().map(|s| hp(s)).collect()),
+            now: Instant::ZERO,
+            brokers: BTreeMap::new(),
+            factory,
+            log: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn pump(&mut self) {
+        while let Some(t) = self.net.poll_transmit() {
+            self.log.push(t.clone());
+            match t {
+                Transmit::Connect { conn, addr } => match (self.factory)(&addr) {
+                    Some(b) => {
+                        self.brokers.insert(conn, b);
+                        self.net.handle_connected(conn, self.now);
+                    }
+                    None => self.net.handle_connect_failed(conn, self.now),
+                },
+                Transmit::Send { conn, bytes } => {
+                    let out = self
+                        .brokers
+                        .get_mut(&conn)
+                        .expect("open")
+                        .receive(&bytes)
+                        .unwrap();
+                    if !out.bytes.is_empty() {
+                        self.net.handle_received(conn, &out.bytes, self.now);
+                    }
+                    if out.closed {
+                        self.brokers.remove(&conn);
+                        self.net.handle_closed(conn, self.now);
+                    }
+                }
+                Transmit::Close { conn } => {
+                    self.brokers.remove(&conn);
+                }
+            }
+        }
+        while let Some(e) = self.net.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    /// Moves virtual time to `t` (never backwards), firing timeouts on the way.
+    fn advance_to(&mut self, t: Instant) {
+        while let Some(next) = self.net.poll_timeout().filter(|n| *n <= t) {
+            self.now = self.now.max(next);
+            self.net.handle_timeout(self.now);
+            self.pump();
+        }
+        self.now = self.now.max(t);
+        self.net.handle_timeout(self.now);
+        self.pump();
+    }
+
+    fn connects(&self) -> Vec<(ConnId, String)> {
+        self.log
+            .iter()
+            .filter_map(|t| match t {
+                Transmit::Connect { conn, addr } => Some((*conn, addr.to_string())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn closes(&self) -> Vec<ConnId> {
+        self.log
+            .iter()
+            .filter_map(|t| match t {
+                Transmit::Close { conn } => Some(*conn),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Gets a ready least-loaded connection, connecting as needed.
+    fn least_loaded(&mut self) -> ConnId {
+        for _ in 0..3 {
+            if let Some(c) = self.net.least_loaded(self.now) {
+                return c;
+            }
+            self.pump();
+        }
+        panic!("no connection became ready: {:?}", self.log);
+    }
+}
+
+#[test]
+fn nothing_connects_until_a_request_needs_it() {
+    let mut h = Harness::new(
+        1,
+        &["a:1", "b:2"],
+        Box::new(|_| Some(ScriptedBroker::new(metadata_ok))),
+    );
+    h.pump();
+    h.advance_to(Instant::from_millis(60_000));
+    assert!(h.log.is_empty());
+    assert_eq!(h.net.poll_timeout(), None);
+    h.least_loaded();
+    assert_eq!(h.connects().len(), 1);
+}
+
+#[test]
+fn bootstrap_tries_one_server_at_a_time_in_seeded_random_order() {
+    let order = |seed| {
+        let mut h = Harness::new(seed, &["a:1", "b:2", "c:3", "d:4"], Box::new(|_| None));
+        for _ in 0..4 {
+            assert!(h.net.least_loaded(h.now).is_none());
+            let before = h.connects().len();
+            h.pump();
+            assert_eq!(
+                h.connects().len(),
+                before + 1,
+                "exactly one attempt at a time"
+            );
+            // Wait out the reconnect backoff, then ask again.
+            let t = h.net.poll_timeout().unwrap();
+            h.advance_to(t);
+        }
+        h.connects().into_iter().map(|c| c.1).collect::<Vec<_>>()
+    };
+    let first = order(1);
+    let mut sorted = first.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["a:1", "b:2", "c:3", "d:4"],
+        "each server once per round"
+    );
+    assert_eq!(order(1), first, "same seed, same order");
+    assert!(
+        (2..30).any(|s| order(s) != first),
+        "the order depends on the seed"
+    );
+}
+
+#[test]
+fn api_versions_falls_back_to_the_brokers_highest_and_then_negotiates() {
+    // Like librdkafka's mock cluster: ApiVersions 0-2, Metadata up to 12, Produce up to 10.
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|_| {
+            Some(ScriptedBroker::new(metadata_ok).with_versions(vec![
+                (3, 0, 12),
+                (18, 0, 2),
+                (0, 0, 10),
+            ]))
+        }),
+    );
+    let conn = h.least_loaded();
+    let api_versions_sent: Vec<i16> = h.brokers[&conn]
+        .requests()
+        .iter()
+        .map(|(hdr, _)| hdr.api_version)
+        .collect();
+    assert_eq!(
+        api_versions_sent,
+        [4, 2],
+        "v4 refused, retried at the broker's v2"
+    );
+    assert_eq!(
+        h.net.version(conn, kafka_sim::proto::ApiKey::Metadata),
+        Some(12)
+    );
+    assert_eq!(
+        h.net.version(conn, kafka_sim::proto::ApiKey::Produce),
+        Some(10)
+    );
+    let v = h
+        .net
+        .send(conn, &MetadataRequest::default(), 7, true, h.now)
+        .unwrap();
+    assert_eq!(v, 12);
+    h.pump();
+    assert!(matches!(
+        &h.events[..],
+        [NetEvent::Response {
+            tag: 7,
+            version: 12,
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn a_bootstrap_connection_is_adopted_by_its_node_or_closed() {
+    let factory = || -> Factory { Box::new(|_| Some(ScriptedBroker::new(metadata_ok))) };
+    // Adopted: the bootstrap address is node 1's.
+    let mut h = Harness::new(1, &["a:1"], factory());
+    let boot = h.least_loaded();
+    h.net.update_nodes([(1, hp("a:1")), (2, hp("b:2"))], h.now);
+    assert_eq!(h.net.ready(1, Purpose::Data, h.now), Some(boot));
+    h.pump();
+    assert_eq!(h.connects().len(), 1, "no second data connection to node 1");
+    assert!(h.closes().is_empty());
+    // A coordinator connection to the same node is separate.
+    assert_eq!(h.net.ready(1, Purpose::Coordinator, h.now), None);
+    h.pump();
+    assert_eq!(h.connects().len(), 2);
+
+    // Not adopted: no node has the bootstrap address; it is closed, not left as a zombie.
+    let mut h = Harness::new(1, &["bootstrap:9"], factory());
+    let boot = h.least_loaded();
+    h.net.update_nodes([(1, hp("a:1"))], h.now);
+    h.pump();
+    assert_eq!(h.closes(), [boot]);
+    assert!(h.net.least_loaded(h.now).is_none());
+    h.pump();
+    assert_eq!(h.connects().last().unwrap().1, "a:1");
+}
+
+#[test]
+fn request_timeout_closes_the_connection_and_fails_the_request() {
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|_| {
+            Some(ScriptedBroker::new(|_, body| match body {
+                RequestBody::Metadata(_) => Reply::Ignore,
+                other => panic!("{other:?}"),
+            }))
+        }),
+    );
+    let conn = h.least_loaded();
+    h.net
+        .send(conn, &MetadataRequest::default(), 1, true, h.now)
+        .unwrap();
+    h.pump();
+    h.advance_to(Instant::from_millis(29_999));
+    assert!(h.events.is_empty() && h.closes().is_empty());
+    h.advance_to(Instant::from_millis(30_000));
+    assert_eq!(h.closes(), [conn]);
+    assert!(matches!(
+        &h.events[..],
+        [NetEvent::Failed {
+            tag: 1,
+            error: RequestError::TimedOut { .. },
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn idle_connections_are_closed_by_the_client() {
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|_| Some(ScriptedBroker::new(metadata_ok))),
+    );
+    let conn = h.least_loaded();
+    h.advance_to(Instant::from_millis(539_999));
+    assert!(h.closes().is_empty());
+    h.advance_to(Instant::from_millis(540_000));
+    assert_eq!(h.closes(), [conn]);
+}
+
+#[test]
+fn throttled_responses_mute_the_connection() {
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|_| {
+            Some(ScriptedBroker::new(|_, _| {
+                Reply::Respond(ResponseBody::Metadata(MetadataResponse {
+                    throttle_time_ms: 100,
+                    ..Default::default()
+                }))
+            }))
+        }),
+    );
+    let conn = h.least_loaded();
+    h.net.update_nodes([(1, hp("a:1"))], h.now);
+    h.net
+        .send(conn, &MetadataRequest::default(), 1, true, h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(
+        h.net.ready(1, Purpose::Data, h.now),
+        None,
+        "muted for 100 ms"
+    );
+    h.advance_to(Instant::from_millis(99));
+    assert_eq!(h.net.ready(1, Purpose::Data, h.now), None);
+    h.advance_to(Instant::from_millis(100));
+    assert_eq!(h.net.ready(1, Purpose::Data, h.now), Some(conn));
+}
+
+#[test]
+fn reconnect_backoff_grows_exponentially_within_jitter_bounds() {
+    let mut h = Harness::new(3, &["a:1"], Box::new(|_| None));
+    let mut waits = Vec::new();
+    for _ in 0..7 {
+        assert!(h.net.least_loaded(h.now).is_none());
+        h.pump();
+        let retry = h.net.poll_timeout().expect("a retry is scheduled");
+        waits.push((retry - h.now).as_millis() as u64);
+        h.advance_to(retry);
+    }
+    let nominal = [50, 100, 200, 400, 800, 1000, 1000];
+    for (w, n) in waits.iter().zip(nominal) {
+        assert!(*w >= n * 8 / 10 && *w <= n * 12 / 10, "{waits:?}");
+    }
+    assert_ne!(waits[5], waits[6], "jittered, not fixed: {waits:?}");
+}
+
+#[test]
+fn connection_setup_timeout_counts_as_a_failure() {
+    // The adapter never reports back: the setup deadline (10 s ± 20%) closes the attempt.
+    let mut h = Harness::new(1, &["a:1"], Box::new(|_| None));
+    assert!(h.net.least_loaded(h.now).is_none());
+    let t = h.net.poll_transmit().unwrap();
+    let Transmit::Connect { conn, .. } = t else {
+        panic!("{t:?}")
+    };
+    let deadline = h.net.poll_timeout().unwrap();
+    let ms = deadline.as_nanos() / 1_000_000;
+    assert!((8_000..=12_000).contains(&ms), "{ms}");
+    h.advance_to(deadline);
+    assert_eq!(h.closes(), [conn]);
+}
+
+#[test]
+fn same_seed_same_bytes() {
+    let run = |seed| {
+        let mut h = Harness::new(
+            seed,
+            &["a:1", "b:2", "c:3"],
+            Box::new(|a: &HostPort| (a.port != 1).then(|| ScriptedBroker::new(metadata_ok))),
+        );
+        for i in 0..5 {
+            let c = h.least_loaded();
+            h.net
+                .send(c, &MetadataRequest::default(), i, true, h.now)
+                .unwrap();
+            h.pump();
+            h.advance_to(h.now + Duration::from_millis(10));
+        }
+        format!("{:?}", h.log)
+    };
+    assert_eq!(run(11), run(11));
+}
