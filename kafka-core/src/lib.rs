@@ -12,6 +12,7 @@
 
 pub mod backoff;
 pub mod config;
+pub mod metadata;
 pub mod net;
 pub mod partitioner;
 pub mod rng;

@@ -1,0 +1,481 @@
+//! The client's view of the cluster: brokers, the topics it uses, their partitions' leaders and
+//! leader epochs, and when to refresh that view.
+//!
+//! - Only topics the client uses are requested (never "all topics").
+//! - A refresh is due when metadata is first needed, when `metadata.max.age.ms` has passed, when
+//!   a topic is unknown, or when a caller saw a leadership error; failed refreshes back off.
+//! - Partition metadata with a leader epoch older than the one known is stale and ignored.
+//! - KIP-951 leader hints from Produce and Fetch errors are applied at once.
+//! - A topic whose id changes was deleted and recreated, and is reported as such.
+//! - Topics unused for `metadata.max.idle.ms` are dropped.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kafka_proto::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
+use kafka_proto::messages::metadata_response::MetadataResponse;
+use kafka_proto::ErrorCode;
+use uuid::Uuid;
+
+use crate::backoff::Backoff;
+use crate::config::HostPort;
+use crate::net::NodeId;
+use crate::rng::Rng;
+use crate::time::Instant;
+
+/// One partition as metadata describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// The leader, if the partition has one.
+    pub leader: Option<NodeId>,
+    /// The leader epoch (-1 if the broker does not say).
+    pub leader_epoch: i32,
+    /// Replica node ids.
+    pub replicas: Vec<NodeId>,
+    /// In-sync replica node ids.
+    pub isr: Vec<NodeId>,
+    /// A partition-level error, such as LEADER_NOT_AVAILABLE.
+    pub error: Option<ErrorCode>,
+}
+
+/// One topic as metadata describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    /// The topic id (nil from brokers before Kafka 2.8).
+    pub id: Uuid,
+    /// Partitions by index.
+    pub partitions: Vec<PartitionInfo>,
+}
+
+/// What changed in a metadata update, for the producer and fetcher to act on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataUpdate {
+    /// Topics that failed with an error that retrying will not fix (for example
+    /// TOPIC_AUTHORIZATION_FAILED or INVALID_TOPIC_EXCEPTION).
+    pub topic_errors: Vec<(String, ErrorCode)>,
+    /// Topics whose id changed: deleted and recreated since last seen.
+    pub recreated: Vec<String>,
+    /// Partition metadata ignored because its leader epoch was older than the known one.
+    pub stale_partitions: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Wanted {
+    last_used: Instant,
+}
+
+/// The metadata cache and its refresh schedule.
+#[derive(Debug)]
+pub struct Metadata {
+    brokers: BTreeMap<NodeId, HostPort>,
+    topics: BTreeMap<String, TopicInfo>,
+    wanted: BTreeMap<String, Wanted>,
+    cluster_id: Option<String>,
+    max_age: Duration,
+    max_idle: Duration,
+    backoff: Backoff,
+    rng: Rng,
+    /// When the last successful refresh completed.
+    refreshed_at: Option<Instant>,
+    /// A refresh was asked for (unknown topic, leadership error).
+    update_requested: bool,
+    failures: u32,
+    retry_at: Option<Instant>,
+    in_flight: bool,
+}
+
+impl Metadata {
+    /// A cache refreshing at least every `max_age`, dropping topics idle for `max_idle`, and
+    /// backing off failed or rapid refreshes with `backoff` (Java uses the retry backoff).
+    pub fn new(max_age: Duration, max_idle: Duration, backoff: Backoff, seed: u64) -> Self {
+        Metadata {
+            brokers: BTreeMap::new(),
+            topics: BTreeMap::new(),
+            wanted: BTreeMap::new(),
+            cluster_id: None,
+            max_age,
+            max_idle,
+            backoff,
+            rng: Rng::new(seed ^ 0x6d65_7461),
+            refreshed_at: None,
+            update_requested: false,
+            failures: 0,
+            retry_at: None,
+            in_flight: false,
+        }
+    }
+
+    /// Notes that the client uses `topic` now. An unknown topic asks for a refresh.
+    pub fn use_topic(&mut self, topic: &str, now: Instant) {
+        match self.wanted.get_mut(topic) {
+            Some(w) => w.last_used = now,
+            None => {
+                self.wanted
+                    .insert(topic.to_owned(), Wanted { last_used: now });
+                self.update_requested = true;
+            }
+        }
+    }
+
+    /// Asks for a refresh, after a leadership error for example.
+    pub fn request_update(&mut self) {
+        self.update_requested = true;
+    }
+
+    /// When a refresh is next due, or `None` if nothing is wanted.
+    pub fn next_refresh(&self) -> Option<Instant> {
+        if self.in_flight || self.wanted.is_empty() {
+            return None;
+        }
+        let due = match self.refreshed_at {
+            _ if self.update_requested => Instant::ZERO,
+            None => Instant::ZERO,
+            Some(t) => t + self.max_age,
+        };
+        Some(self.retry_at.map_or(due, |r| r.max(due)))
+    }
+
+    /// The request to send if a refresh is due at `now` (the caller sends it and reports back
+    /// with [`Metadata::handle_response`] or [`Metadata::handle_failure`]).
+    pub fn poll_request(&mut self, now: Instant) -> Option<MetadataRequest> {
+        self.expire(now);
+        if self.next_refresh()? > now {
+            return None;
+        }
+        self.in_flight = true;
+        self.update_requested = false;
+        Some(MetadataRequest {
+            topics: Some(
+                self.wanted
+                    .keys()
+                    .map(|t| MetadataRequestTopic {
+                        name: Some(t.clone()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            allow_auto_topic_creation: true,
+            ..Default::default()
+        })
+    }
+
+    fn expire(&mut self, now: Instant) {
+        let idle = self.max_idle;
+        let topics = &mut self.topics;
+        self.wanted.retain(|t, w| {
+            let keep = w.last_used + idle > now;
+            if !keep {
+                topics.remove(t);
+            }
+            keep
+        });
+    }
+
+    /// The refresh failed (no response); back off before the next.
+    pub fn handle_failure(&mut self, now: Instant) {
+        self.in_flight = false;
+        self.update_requested = true;
+        self.retry_at = Some(now + self.backoff.delay(self.failures, &mut self.rng));
+        self.failures = self.failures.saturating_add(1);
+    }
+
+    /// Applies a Metadata response.
+    pub fn handle_response(&mut self, resp: &MetadataResponse, now: Instant) -> MetadataUpdate {
+        self.in_flight = false;
+        self.failures = 0;
+        self.retry_at = None;
+        self.refreshed_at = Some(now);
+        let mut update = MetadataUpdate::default();
+        if !resp.brokers.is_empty() {
+            self.brokers = resp
+                .brokers
+                .iter()
+                .filter_map(|b| {
+                    Some((
+                        b.node_id,
+                        HostPort::new(b.host.clone(), u16::try_from(b.port).ok()?),
+                    ))
+                })
+                .collect();
+        }
+        self.cluster_id.clone_from(&resp.cluster_id);
+        for t in &resp.topics {
+            let Some(name) = t.name.clone() else { continue };
+            if !self.wanted.contains_key(&name) {
+                continue;
+            }
+            match ErrorCode::from_code(t.error_code) {
+                None => {}
+                Some(e) if e.is_retriable() => {
+                    // Not there yet (being created, leader election): try again soon.
+                    self.update_requested = true;
+                    continue;
+                }
+                Some(e) => {
+                    update.topic_errors.push((name, e));
+                    continue;
+                }
+            }
+            let mut partitions: Vec<(i32, PartitionInfo)> = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    (
+                        p.partition_index,
+                        PartitionInfo {
+                            leader: (p.leader_id >= 0).then_some(p.leader_id),
+                            leader_epoch: p.leader_epoch,
+                            replicas: p.replica_nodes.clone(),
+                            isr: p.isr_nodes.clone(),
+                            error: ErrorCode::from_code(p.error_code),
+                        },
+                    )
+                })
+                .collect();
+            partitions.sort_by_key(|p| p.0);
+            if partitions.iter().enumerate().any(|(i, p)| p.0 != i as i32) {
+                // Gaps in partition numbering: incomplete metadata, ask again.
+                self.update_requested = true;
+                continue;
+            }
+            let new = TopicInfo {
+                id: t.topic_id,
+                partitions: partitions.into_iter().map(|p| p.1).collect(),
+            };
+            match self.topics.get_mut(&name) {
+                Some(old) if !old.id.is_nil() && !new.id.is_nil() && old.id != new.id => {
+                    update.recreated.push(name.clone());
+                    *old = new;
+                }
+                Some(old) => {
+                    for (i, p) in new.partitions.into_iter().enumerate() {
+                        match old.partitions.get_mut(i) {
+                            Some(o) if p.leader_epoch >= 0 && p.leader_epoch < o.leader_epoch => {
+                                update.stale_partitions += 1;
+                                self.update_requested = true;
+                            }
+                            Some(o) => *o = p,
+                            None => old.partitions.push(p),
+                        }
+                    }
+                    if !new.id.is_nil() {
+                        old.id = new.id;
+                    }
+                }
+                None => {
+                    self.topics.insert(name, new);
+                }
+            }
+        }
+        // Fatal errors are reported once; those topics stop asking for refreshes.
+        for (t, _) in &update.topic_errors {
+            self.wanted.remove(t);
+        }
+        update
+    }
+
+    /// Applies a KIP-951 leader hint from a Produce or Fetch error response, unless it is older
+    /// than what is known.
+    pub fn apply_leader_hint(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        leader: NodeId,
+        epoch: i32,
+        node: Option<HostPort>,
+    ) -> bool {
+        if let (Some(addr), true) = (node, leader >= 0) {
+            self.brokers.entry(leader).or_insert(addr);
+        }
+        let Some(p) = self
+            .topics
+            .get_mut(topic)
+            .and_then(|t| t.partitions.get_mut(usize::try_from(partition).ok()?))
+        else {
+            return false;
+        };
+        if epoch < p.leader_epoch || leader < 0 {
+            return false;
+        }
+        p.leader = Some(leader);
+        p.leader_epoch = epoch;
+        true
+    }
+
+    /// The known brokers.
+    pub fn brokers(&self) -> &BTreeMap<NodeId, HostPort> {
+        &self.brokers
+    }
+
+    /// A topic's metadata, if known.
+    pub fn topic(&self, topic: &str) -> Option<&TopicInfo> {
+        self.topics.get(topic)
+    }
+
+    /// A partition's leader, if known.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<NodeId> {
+        self.topics
+            .get(topic)?
+            .partitions
+            .get(usize::try_from(partition).ok()?)?
+            .leader
+    }
+
+    /// The cluster id, if the broker sent one.
+    pub fn cluster_id(&self) -> Option<&str> {
+        self.cluster_id.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_proto::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+
+    fn md() -> Metadata {
+        Metadata::new(
+            Duration::from_secs(300),
+            Duration::from_secs(300),
+            Backoff::new(Duration::from_millis(100), Duration::from_millis(1000)),
+            1,
+        )
+    }
+
+    fn resp(topic: &str, id: u128, leaders: &[(i32, i32)], error: i16) -> MetadataResponse {
+        MetadataResponse {
+            brokers: vec![MetadataResponseBroker {
+                node_id: 1,
+                host: "a".into(),
+                port: 9092,
+                ..Default::default()
+            }],
+            topics: vec![MetadataResponseTopic {
+                name: Some(topic.into()),
+                topic_id: Uuid::from_u128(id),
+                error_code: error,
+                partitions: leaders
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (leader, epoch))| MetadataResponsePartition {
+                        partition_index: i as i32,
+                        leader_id: *leader,
+                        leader_epoch: *epoch,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn refreshes_when_first_needed_then_at_max_age() {
+        let mut m = md();
+        let t0 = Instant::from_millis(1000);
+        assert!(
+            m.poll_request(t0).is_none(),
+            "nothing wanted, nothing requested"
+        );
+        m.use_topic("t", t0);
+        let req = m.poll_request(t0).expect("first use refreshes");
+        let names: Vec<_> = req
+            .topics
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name.unwrap())
+            .collect();
+        assert_eq!(names, ["t"], "only the topics in use, never all");
+        assert!(m.poll_request(t0).is_none(), "one refresh at a time");
+        m.handle_response(&resp("t", 1, &[(1, 0), (1, 0)], 0), t0);
+        assert_eq!(m.leader("t", 1), Some(1));
+        assert_eq!(m.brokers()[&1], HostPort::new("a", 9092));
+        assert_eq!(m.next_refresh(), Some(t0 + Duration::from_secs(300)));
+        assert!(m.poll_request(t0 + Duration::from_secs(299)).is_none());
+        m.use_topic("t", t0 + Duration::from_secs(299));
+        assert!(m.poll_request(t0 + Duration::from_secs(300)).is_some());
+    }
+
+    #[test]
+    fn unknown_topics_and_leadership_errors_refresh_with_backoff_on_failure() {
+        let mut m = md();
+        let now = Instant::from_millis(10);
+        m.use_topic("t", now);
+        m.poll_request(now).unwrap();
+        m.handle_failure(now);
+        let retry = m.next_refresh().unwrap();
+        let wait = (retry - now).as_millis();
+        assert!((80..=120).contains(&wait), "{wait}");
+        assert!(m.poll_request(now).is_none());
+        m.poll_request(retry).unwrap();
+        // Being created: retriable, asks again.
+        m.handle_response(&resp("t", 1, &[], 3), retry);
+        assert_eq!(m.next_refresh(), Some(Instant::ZERO), "due at once");
+        m.poll_request(retry).unwrap();
+        m.handle_response(&resp("t", 1, &[(1, 5)], 0), retry);
+        m.request_update();
+        assert!(
+            m.poll_request(retry).is_some(),
+            "a leadership error refreshes"
+        );
+    }
+
+    #[test]
+    fn stale_epochs_are_ignored_and_hints_applied() {
+        let mut m = md();
+        let now = Instant::ZERO;
+        m.use_topic("t", now);
+        m.poll_request(now);
+        m.handle_response(&resp("t", 1, &[(1, 5)], 0), now);
+        m.request_update();
+        m.poll_request(now).unwrap();
+        let u = m.handle_response(&resp("t", 1, &[(2, 4)], 0), now);
+        assert_eq!(u.stale_partitions, 1);
+        assert_eq!(m.leader("t", 0), Some(1), "epoch 4 < 5: ignored");
+        // KIP-951: a newer leader from a produce error applies at once; an older one does not.
+        assert!(m.apply_leader_hint("t", 0, 3, 6, None));
+        assert_eq!(m.leader("t", 0), Some(3));
+        assert!(!m.apply_leader_hint("t", 0, 1, 5, None));
+        assert_eq!(m.leader("t", 0), Some(3));
+    }
+
+    #[test]
+    fn recreated_topics_and_fatal_errors_are_reported() {
+        let mut m = md();
+        let now = Instant::ZERO;
+        m.use_topic("t", now);
+        m.poll_request(now);
+        m.handle_response(&resp("t", 1, &[(1, 5)], 0), now);
+        m.request_update();
+        m.poll_request(now);
+        let u = m.handle_response(&resp("t", 2, &[(1, 0)], 0), now);
+        assert_eq!(u.recreated, ["t"]);
+        assert_eq!(m.topic("t").unwrap().id, Uuid::from_u128(2));
+        assert_eq!(
+            m.leader("t", 0),
+            Some(1),
+            "a recreated topic starts its epochs over"
+        );
+
+        m.use_topic("secret", now);
+        m.poll_request(now);
+        let u = m.handle_response(&resp("secret", 3, &[], 29), now);
+        assert_eq!(
+            u.topic_errors,
+            [("secret".to_string(), ErrorCode::TopicAuthorizationFailed)]
+        );
+    }
+
+    #[test]
+    fn idle_topics_expire() {
+        let mut m = md();
+        m.use_topic("t", Instant::ZERO);
+        m.poll_request(Instant::ZERO);
+        m.handle_response(&resp("t", 1, &[(1, 0)], 0), Instant::ZERO);
+        assert!(m.poll_request(Instant::from_millis(300_000)).is_none());
+        assert!(m.topic("t").is_none(), "unused for metadata.max.idle.ms");
+        assert_eq!(m.next_refresh(), None);
+    }
+}
