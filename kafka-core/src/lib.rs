@@ -15,6 +15,7 @@ pub mod config;
 pub mod metadata;
 pub mod net;
 pub mod partitioner;
+pub mod producer;
 pub mod rng;
 pub mod time;
 

@@ -334,13 +334,41 @@ impl<T> Network<T> {
         expect_response: bool,
         now: Instant,
     ) -> Result<i16, SendError> {
+        self.send_at_most(
+            conn,
+            request,
+            tag,
+            expect_response,
+            R::API_KEY.max_version(),
+            now,
+        )
+    }
+
+    /// [`Network::send`], at no version above `max_version` (for requests whose newest
+    /// version needs data the caller lacks, such as Produce v13's topic ids).
+    pub fn send_at_most<R: Request>(
+        &mut self,
+        conn: ConnId,
+        request: &R,
+        tag: T,
+        expect_response: bool,
+        max_version: i16,
+        now: Instant,
+    ) -> Result<i16, SendError> {
         let max = self.cfg.max_in_flight;
         let c = self
             .conns
             .get(&conn)
             .filter(|c| c.can_send(max, now))
             .ok_or(SendError::NotReady(conn))?;
-        let version = c.versions.negotiate(R::API_KEY)?;
+        let version = c.versions.negotiate(R::API_KEY)?.min(max_version);
+        if version < R::API_KEY.min_version() {
+            return Err(SendError::Version(NegotiationError::NotSupportedByBroker {
+                api: R::API_KEY,
+                ours_min: R::API_KEY.min_version(),
+                ours_max: max_version,
+            }));
+        }
         self.write(
             conn,
             request,

@@ -1,0 +1,343 @@
+//! The record accumulator: a queue of batches per partition, memory accounted against
+//! `buffer.memory`, the readiness rules, and draining per leader up to `max.request.size`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_proto::compression::Compression;
+use kafka_proto::record::{BatchBuilder, BatchMeta, BATCH_HEADER_LEN};
+
+use super::types::{ProducerRecord, RecordToken};
+use crate::time::Instant;
+
+/// A topic and partition.
+pub type TopicPartition = (String, i32);
+
+/// One record's bookkeeping inside a batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecordMeta {
+    pub token: RecordToken,
+    pub timestamp: i64,
+}
+
+/// A batch of records for one partition.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub id: u64,
+    pub tp: TopicPartition,
+    builder: Option<BatchBuilder>,
+    /// The sealed bytes, once drained (retries resend the same bytes and sequence).
+    pub sealed: Option<Bytes>,
+    pub records: Vec<RecordMeta>,
+    pub created: Instant,
+    pub deadline: Instant,
+    pub attempts: u32,
+    pub retry_at: Option<Instant>,
+    /// Pool bytes this batch holds until it completes.
+    pub reserved: usize,
+    /// No more records fit.
+    pub full: bool,
+    /// Idempotence: the first record's sequence, fixed at the first drain.
+    pub base_sequence: i32,
+    /// Whether an attempt's fate is unknown (sent, then no answer): a final failure is then
+    /// "possibly sent". A definitive broker answer does not clear it: certainty only weakens.
+    pub sent: bool,
+}
+
+impl Batch {
+    /// Seals the batch (once) with the producer fields.
+    pub fn seal(&mut self, meta: &BatchMeta) -> Bytes {
+        if let Some(b) = self.builder.take() {
+            self.base_sequence = meta.base_sequence;
+            // Encoding into a pre-sized buffer cannot fail except on compression, whose codecs
+            // are checked at configuration time.
+            self.sealed = Some(b.seal(meta).expect("sealing a batch with an enabled codec"));
+        }
+        self.sealed.clone().expect("sealed above")
+    }
+
+    pub fn size(&self) -> usize {
+        match (&self.sealed, &self.builder) {
+            (Some(s), _) => s.len(),
+            (None, Some(b)) => b.size(),
+            (None, None) => 0,
+        }
+    }
+}
+
+/// `buffer.memory` accounting.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    pub total: usize,
+    pub used: usize,
+    /// A send was refused for lack of memory; tell the user when some frees.
+    pub waiters: bool,
+}
+
+impl Pool {
+    fn try_reserve(&mut self, n: usize) -> bool {
+        if self.used + n > self.total {
+            self.waiters = true;
+            return false;
+        }
+        self.used += n;
+        true
+    }
+
+    /// Frees `n` bytes; true if someone was waiting for memory.
+    pub fn release(&mut self, n: usize) -> bool {
+        self.used -= n.min(self.used);
+        std::mem::take(&mut self.waiters)
+    }
+}
+
+/// Why an append did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoMemory;
+
+/// What an append did, for the sticky partitioner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Appended {
+    pub new_batch: bool,
+    pub bytes: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct Accumulator {
+    batch_size: usize,
+    linger: Duration,
+    compression: Compression,
+    pub pool: Pool,
+    queues: BTreeMap<TopicPartition, VecDeque<Batch>>,
+    next_id: u64,
+    /// Compressed / uncompressed size, learned from sealed batches, so compressed batches
+    /// fill up to `batch.size` on the wire rather than before compression.
+    ratio: f64,
+}
+
+/// The size a record adds to a batch, an upper bound computed without a builder.
+pub(crate) fn record_size(r: &ProducerRecord) -> usize {
+    let bytes = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len()) + 5;
+    let headers: usize = r.headers.iter().map(|(k, v)| k.len() + 5 + bytes(v)).sum();
+    // length + attributes + timestamp delta + offset delta + header count, all varints at most.
+    5 + 1 + 10 + 5 + 5 + bytes(&r.key) + bytes(&r.value) + headers
+}
+
+impl Accumulator {
+    pub fn new(
+        batch_size: usize,
+        linger: Duration,
+        compression: Compression,
+        buffer_memory: usize,
+    ) -> Self {
+        Accumulator {
+            batch_size,
+            linger,
+            compression,
+            pool: Pool {
+                total: buffer_memory,
+                used: 0,
+                waiters: false,
+            },
+            queues: BTreeMap::new(),
+            next_id: 0,
+            ratio: 1.0,
+        }
+    }
+
+    /// Appends to the partition's open batch, or opens a new one (a `batch.size` block, or an
+    /// exact-size block for a larger record).
+    pub fn append(
+        &mut self,
+        tp: &TopicPartition,
+        r: &ProducerRecord,
+        token: RecordToken,
+        now: Instant,
+        deadline: Instant,
+    ) -> Result<Appended, NoMemory> {
+        let headers: Vec<(&str, Option<&[u8]>)> = r
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        let (key, value) = (r.key.as_deref(), r.value.as_deref());
+        let queue = self.queues.entry(tp.clone()).or_default();
+        if let Some(last) = queue.back_mut() {
+            if let (false, Some(b)) = (last.full, last.builder.as_mut()) {
+                let add = b.record_size(r.timestamp, key, value, &headers);
+                let projected = ((b.size() + add) as f64 * self.ratio) as usize;
+                if projected <= self.batch_size.max(BATCH_HEADER_LEN + add)
+                    && b.size() + add <= last.reserved
+                {
+                    b.append(r.timestamp, key, value, &headers);
+                    last.records.push(RecordMeta {
+                        token,
+                        timestamp: r.timestamp,
+                    });
+                    return Ok(Appended {
+                        new_batch: false,
+                        bytes: add,
+                    });
+                }
+                last.full = true;
+            }
+        }
+        let need = BATCH_HEADER_LEN + record_size(r);
+        let block = self.batch_size.max(need);
+        if !self.pool.try_reserve(block) {
+            return Err(NoMemory);
+        }
+        let mut b = BatchBuilder::new(self.compression, block - BATCH_HEADER_LEN);
+        let before = b.size();
+        b.append(r.timestamp, key, value, &headers);
+        let bytes = b.size() - before;
+        self.next_id += 1;
+        queue.push_back(Batch {
+            id: self.next_id,
+            tp: tp.clone(),
+            builder: Some(b),
+            sealed: None,
+            records: vec![RecordMeta {
+                token,
+                timestamp: r.timestamp,
+            }],
+            created: now,
+            deadline,
+            attempts: 0,
+            retry_at: None,
+            reserved: block,
+            full: need >= self.batch_size,
+            base_sequence: -1,
+            sent: false,
+        });
+        Ok(Appended {
+            new_batch: true,
+            bytes,
+        })
+    }
+
+    /// Learns the compression ratio from a sealed batch.
+    pub fn observe_ratio(&mut self, uncompressed: usize, compressed: usize) {
+        if self.compression != Compression::None && uncompressed > 0 {
+            let r = compressed as f64 / uncompressed as f64;
+            // Quick to grow (overfull batches are worse), slow to shrink, as Java does.
+            self.ratio = if r > self.ratio {
+                r
+            } else {
+                self.ratio * 0.95 + r * 0.05
+            };
+        }
+    }
+
+    fn is_ready(&self, b: &Batch, now: Instant, force: bool) -> bool {
+        match b.retry_at {
+            Some(t) => t <= now,
+            None => force || b.full || self.pool.waiters || b.created + self.linger <= now,
+        }
+    }
+
+    /// The partitions whose first batch may be sent now, and the next instant one becomes ready.
+    /// `force` is set while a flush or close is under way.
+    pub fn ready(
+        &self,
+        now: Instant,
+        force: bool,
+        blocked: impl Fn(&TopicPartition) -> bool,
+    ) -> (Vec<TopicPartition>, Option<Instant>) {
+        let mut ready = Vec::new();
+        let mut next: Option<Instant> = None;
+        for (tp, q) in &self.queues {
+            let Some(b) = q.front() else { continue };
+            if blocked(tp) {
+                continue;
+            }
+            if self.is_ready(b, now, force) {
+                ready.push(tp.clone());
+            } else {
+                let at = b.retry_at.unwrap_or(b.created + self.linger);
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        (ready, next)
+    }
+
+    /// Takes ready first batches of partitions led by `node`, up to `max_size` bytes in all
+    /// (one batch always goes, so an oversized batch is not stuck forever).
+    pub fn drain(&mut self, partitions: &[TopicPartition], max_size: usize) -> Vec<Batch> {
+        let mut out = Vec::new();
+        let mut size = 0;
+        for tp in partitions {
+            let Some(q) = self.queues.get_mut(tp) else {
+                continue;
+            };
+            let Some(first) = q.front() else { continue };
+            if !out.is_empty() && size + first.size() > max_size {
+                break;
+            }
+            let b = q.pop_front().expect("checked");
+            size += b.size();
+            out.push(b);
+            if q.is_empty() {
+                self.queues.remove(tp);
+            }
+        }
+        out
+    }
+
+    /// Puts a batch back for a retry, ahead of newer batches and in sequence order.
+    pub fn reenqueue(&mut self, b: Batch) {
+        let q = self.queues.entry(b.tp.clone()).or_default();
+        let at = q
+            .iter()
+            .position(|o| {
+                o.sealed.is_none() || (b.base_sequence >= 0 && o.base_sequence > b.base_sequence)
+            })
+            .unwrap_or(q.len());
+        q.insert(at, b);
+    }
+
+    /// Removes queued batches whose delivery deadline has passed.
+    pub fn expire(&mut self, now: Instant) -> Vec<Batch> {
+        let mut out = Vec::new();
+        for q in self.queues.values_mut() {
+            let (keep, gone): (VecDeque<Batch>, VecDeque<Batch>) =
+                q.drain(..).partition(|b| b.deadline > now);
+            *q = keep;
+            out.extend(gone);
+        }
+        self.queues.retain(|_, q| !q.is_empty());
+        out
+    }
+
+    /// Removes every queued batch (close, drop).
+    pub fn take_all(&mut self) -> Vec<Batch> {
+        std::mem::take(&mut self.queues)
+            .into_values()
+            .flatten()
+            .collect()
+    }
+
+    /// The earliest delivery deadline of a queued batch.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.queues.values().flatten().map(|b| b.deadline).min()
+    }
+
+    /// Batches waiting for each partition.
+    pub fn queue_len(&self, tp: &TopicPartition) -> usize {
+        self.queues.get(tp).map_or(0, VecDeque::len)
+    }
+
+    /// Whether the partition's first batch is a retry.
+    pub fn front_is_retry(&self, tp: &TopicPartition) -> bool {
+        self.queues
+            .get(tp)
+            .and_then(VecDeque::front)
+            .is_some_and(|b| b.attempts > 0)
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+    }
+}

@@ -1,0 +1,877 @@
+//! The sans-IO producer: partitioning, batching, sending, retries, idempotence and outcomes.
+//!
+//! Inputs are [`Producer::send`], [`Producer::flush`], [`Producer::close`], the network facts
+//! (`handle_connected`, `handle_connect_failed`, `handle_received`, `handle_closed`) and
+//! [`Producer::handle_timeout`], each with `now`. Outputs are drained from
+//! [`Producer::poll_output`] until it returns `None`; [`Producer::poll_timeout`] says when to
+//! call `handle_timeout` next.
+
+mod accumulator;
+mod types;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::init_producer_id_request::InitProducerIdRequest;
+use kafka_proto::messages::produce_request::{
+    PartitionProduceData, ProduceRequest, TopicProduceData,
+};
+use kafka_proto::messages::produce_response::ProduceResponse;
+use kafka_proto::record::BatchMeta;
+use kafka_proto::ErrorCode;
+
+pub use accumulator::TopicPartition;
+use accumulator::{record_size, Accumulator, Batch, NoMemory};
+pub use types::*;
+
+use crate::backoff::Backoff;
+use crate::config::{Acks, HostPort, ProducerConfig};
+use crate::metadata::Metadata;
+use crate::net::{ConnId, NetConfig, NetEvent, Network, Purpose, RequestError};
+use crate::partitioner::{partition_for_key, StickyPartitioner};
+use crate::rng::Rng;
+use crate::time::Instant;
+
+/// Whose response a request waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tag {
+    /// A metadata refresh.
+    Metadata,
+    /// The idempotent producer's id.
+    InitProducerId,
+    /// These batches.
+    Produce(Vec<u64>),
+}
+
+/// A record waiting for its topic's metadata.
+#[derive(Debug)]
+struct Pending {
+    token: RecordToken,
+    record: ProducerRecord,
+    deadline: Instant,
+    size: usize,
+}
+
+/// Errors that mean the partition's leader moved: refresh metadata before retrying.
+fn is_leadership_error(e: ErrorCode) -> bool {
+    matches!(
+        e,
+        ErrorCode::NotLeaderOrFollower
+            | ErrorCode::LeaderNotAvailable
+            | ErrorCode::UnknownTopicOrPartition
+            | ErrorCode::FencedLeaderEpoch
+            | ErrorCode::KafkaStorageError
+            | ErrorCode::UnknownTopicId
+            | ErrorCode::InconsistentTopicId
+    )
+}
+
+/// The producer state machine.
+#[derive(Debug)]
+pub struct Producer {
+    cfg: ProducerConfig,
+    net: Network<Tag>,
+    metadata: Metadata,
+    acc: Accumulator,
+    partitioner: StickyPartitioner,
+    retry_backoff: Backoff,
+    rng: Rng,
+    now: Instant,
+    events: VecDeque<ProducerEvent>,
+    next_token: u64,
+    outstanding: BTreeSet<u64>,
+    flushes: Vec<(FlushToken, u64)>,
+    next_flush: u64,
+    pending: VecDeque<Pending>,
+    in_flight: BTreeMap<u64, Batch>,
+    in_flight_per_tp: BTreeMap<TopicPartition, usize>,
+    producer_id: Option<(i64, i16)>,
+    pid_in_flight: bool,
+    pid_failures: u32,
+    pid_retry_at: Option<Instant>,
+    sequences: BTreeMap<TopicPartition, i32>,
+    closing: Option<Instant>,
+    closed: bool,
+}
+
+impl Producer {
+    /// A producer. Nothing connects until the first `send`.
+    pub fn new(cfg: ProducerConfig) -> Self {
+        let net = Network::new(
+            NetConfig::from_producer(&cfg),
+            cfg.bootstrap_servers.clone(),
+        );
+        let retry_backoff = Backoff::new(cfg.retry_backoff, cfg.retry_backoff_max);
+        Producer {
+            metadata: Metadata::new(
+                cfg.metadata_max_age,
+                cfg.metadata_max_idle,
+                retry_backoff,
+                cfg.random_seed,
+            ),
+            acc: Accumulator::new(
+                cfg.batch_size,
+                cfg.linger,
+                cfg.compression,
+                cfg.buffer_memory,
+            ),
+            partitioner: StickyPartitioner::new(
+                cfg.batch_size,
+                cfg.partitioner_adaptive,
+                cfg.random_seed ^ 0x7061_7274,
+            ),
+            rng: Rng::new(cfg.random_seed ^ 0x7072_6f64),
+            retry_backoff,
+            net,
+            now: Instant::ZERO,
+            events: VecDeque::new(),
+            next_token: 0,
+            outstanding: BTreeSet::new(),
+            flushes: Vec::new(),
+            next_flush: 0,
+            pending: VecDeque::new(),
+            in_flight: BTreeMap::new(),
+            in_flight_per_tp: BTreeMap::new(),
+            producer_id: None,
+            pid_in_flight: false,
+            pid_failures: 0,
+            pid_retry_at: None,
+            sequences: BTreeMap::new(),
+            closing: None,
+            closed: false,
+            cfg,
+        }
+    }
+
+    /// The configuration in force (after validation).
+    pub fn config(&self) -> &ProducerConfig {
+        &self.cfg
+    }
+
+    /// Queues a record. On success its outcome arrives later as a
+    /// [`ProducerEvent::Outcome`] with the returned token. Errors leave nothing queued.
+    pub fn send(&mut self, record: ProducerRecord, now: Instant) -> Result<RecordToken, SendError> {
+        self.now = self.now.max(now);
+        if self.closing.is_some() {
+            return Err(SendError::Closed);
+        }
+        if let Some(p) = record.partition.filter(|p| *p < 0) {
+            return Err(SendError::InvalidPartition(p));
+        }
+        let size = record_size(&record) + kafka_proto::record::BATCH_HEADER_LEN;
+        for (limit_name, limit) in [
+            ("max.request.size", self.cfg.max_request_size),
+            ("buffer.memory", self.cfg.buffer_memory),
+        ] {
+            if size > limit {
+                return Err(SendError::RecordTooLarge {
+                    size,
+                    limit_name,
+                    limit,
+                });
+            }
+        }
+        let token = RecordToken(self.next_token);
+        self.metadata.use_topic(&record.topic, now);
+        if self.metadata.topic(&record.topic).is_some() {
+            self.append(token, record, now + self.cfg.delivery_timeout)
+                .map_err(|_| SendError::BufferFull)?;
+        } else {
+            // Wait (up to max.block.ms) for the topic's metadata, holding its memory meanwhile.
+            if self.acc.pool.used + size > self.acc.pool.total {
+                self.acc.pool.waiters = true;
+                return Err(SendError::BufferFull);
+            }
+            self.acc.pool.used += size;
+            self.pending.push_back(Pending {
+                token,
+                record,
+                deadline: now + self.cfg.max_block,
+                size,
+            });
+        }
+        self.next_token += 1;
+        self.outstanding.insert(token.0);
+        self.drive(now);
+        Ok(token)
+    }
+
+    /// Partitions and appends a record whose topic metadata is known.
+    fn append(
+        &mut self,
+        token: RecordToken,
+        r: ProducerRecord,
+        deadline: Instant,
+    ) -> Result<(), NoMemory> {
+        let topic = self
+            .metadata
+            .topic(&r.topic)
+            .expect("checked by the caller");
+        let count = topic.partitions.len() as u32;
+        let partition = match (r.partition, &r.key) {
+            (Some(p), _) if p as u32 >= count => {
+                let error = DeliveryError::UnknownPartition {
+                    topic: r.topic.clone(),
+                    partition: p,
+                    count: count as usize,
+                };
+                self.resolve(
+                    token,
+                    Outcome::Failed {
+                        error,
+                        certainty: Certainty::NotSent,
+                    },
+                );
+                return Ok(());
+            }
+            (Some(p), _) => p,
+            (None, Some(key)) if !self.cfg.partitioner_ignore_keys => {
+                partition_for_key(key, count) as i32
+            }
+            (None, _) => {
+                let available: Vec<u32> = (0..count)
+                    .filter(|p| topic.partitions[*p as usize].leader.is_some())
+                    .collect();
+                let acc = &self.acc;
+                let topic_name = r.topic.clone();
+                self.partitioner
+                    .partition(&r.topic, count, &available, |p| {
+                        acc.queue_len(&(topic_name.clone(), p as i32))
+                    }) as i32
+            }
+        };
+        let tp = (r.topic.clone(), partition);
+        let appended = self.acc.append(&tp, &r, token, self.now, deadline)?;
+        if r.partition.is_none() && (r.key.is_none() || self.cfg.partitioner_ignore_keys) {
+            self.partitioner.on_append(
+                &r.topic,
+                partition as u32,
+                appended.bytes,
+                appended.new_batch,
+            );
+        }
+        Ok(())
+    }
+
+    /// Asks for every record sent so far to complete; [`ProducerEvent::FlushComplete`] follows.
+    /// Batches are sent without waiting for `linger.ms` meanwhile.
+    pub fn flush(&mut self, now: Instant) -> FlushToken {
+        let token = FlushToken(self.next_flush);
+        self.next_flush += 1;
+        self.flushes.push((token, self.next_token));
+        self.drive(now);
+        token
+    }
+
+    /// Stops accepting records and drains what is queued; anything left at `deadline` fails
+    /// with [`DeliveryError::Closed`]. [`ProducerEvent::Closed`] follows.
+    pub fn close(&mut self, deadline: Instant, now: Instant) {
+        self.closing = Some(self.closing.map_or(deadline, |d| d.min(deadline)));
+        self.drive(now);
+    }
+
+    /// Fails every record not yet resolved, at once (for an adapter dropping the producer).
+    pub fn abort(&mut self) {
+        self.fail_everything();
+    }
+
+    /// The adapter connected a connection.
+    pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
+        self.net.handle_connected(conn, now);
+        self.drive(now);
+    }
+
+    /// The adapter could not connect.
+    pub fn handle_connect_failed(&mut self, conn: ConnId, now: Instant) {
+        self.net.handle_connect_failed(conn, now);
+        self.drive(now);
+    }
+
+    /// Bytes arrived on a connection.
+    pub fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant) {
+        self.net.handle_received(conn, data, now);
+        self.drive(now);
+    }
+
+    /// A connection closed.
+    pub fn handle_closed(&mut self, conn: ConnId, now: Instant) {
+        self.net.handle_closed(conn, now);
+        self.drive(now);
+    }
+
+    /// Time passed: expire, retry, linger.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.net.handle_timeout(now);
+        self.drive(now);
+    }
+
+    /// The next output: network actions first, then user events.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        if let Some(t) = self.net.poll_transmit() {
+            return Some(Output::Transmit(t));
+        }
+        self.events.pop_front().map(Output::Event)
+    }
+
+    /// When to call [`Producer::handle_timeout`] next. A pure query.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let now = self.now;
+        let future = |t: Instant| (t > now).then_some(t);
+        let force = !self.flushes.is_empty() || self.closing.is_some();
+        let (_, linger) = self.acc.ready(now, force, |_| false);
+        [
+            self.net.poll_timeout(),
+            self.metadata.next_refresh().and_then(future),
+            linger.and_then(future),
+            self.acc.next_deadline(),
+            self.in_flight.values().map(|b| b.deadline).min(),
+            self.pending.iter().map(|p| p.deadline).min(),
+            self.pid_retry_at.and_then(future),
+            self.closing.filter(|_| !self.closed),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The main step: handle what the network reported, then expire, refresh and send.
+    fn drive(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        while let Some(e) = self.net.poll_event() {
+            self.on_net_event(e, now);
+        }
+        self.expire(now);
+        self.place_pending(now);
+        self.refresh_metadata(now);
+        self.init_producer_id(now);
+        self.send_ready(now);
+        self.finish_flushes_and_close(now);
+    }
+
+    fn refresh_metadata(&mut self, now: Instant) {
+        if self.metadata.next_refresh().is_none_or(|t| t > now) {
+            return;
+        }
+        let Some(conn) = self.net.least_loaded(now) else {
+            return;
+        };
+        if let Some(req) = self.metadata.poll_request(now) {
+            if self.net.send(conn, &req, Tag::Metadata, true, now).is_err() {
+                self.metadata.handle_failure(now);
+            }
+        }
+    }
+
+    fn init_producer_id(&mut self, now: Instant) {
+        let wanted =
+            self.cfg.enable_idempotence && self.producer_id.is_none() && !self.pid_in_flight;
+        if !wanted || self.acc.is_empty() || self.pid_retry_at.is_some_and(|t| t > now) {
+            return;
+        }
+        let Some(conn) = self.net.least_loaded(now) else {
+            return;
+        };
+        let req = InitProducerIdRequest {
+            transactional_id: None,
+            transaction_timeout_ms: i32::MAX,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        };
+        if self
+            .net
+            .send(conn, &req, Tag::InitProducerId, true, now)
+            .is_ok()
+        {
+            self.pid_in_flight = true;
+        }
+    }
+
+    fn send_ready(&mut self, now: Instant) {
+        if self.cfg.enable_idempotence && self.producer_id.is_none() {
+            return;
+        }
+        let force = !self.flushes.is_empty() || self.closing.is_some();
+        let metadata = &self.metadata;
+        let in_flight = &self.in_flight_per_tp;
+        let idempotent = self.cfg.enable_idempotence;
+        let acc = &self.acc;
+        let (ready, _) = acc.ready(now, force, |tp| {
+            // With idempotence, a retry waits until the partition has nothing else in flight,
+            // so its sequences reach the broker in order.
+            let retry_behind_in_flight =
+                idempotent && acc.front_is_retry(tp) && in_flight.get(tp).is_some_and(|n| *n > 0);
+            metadata.leader(&tp.0, tp.1).is_none() || retry_behind_in_flight
+        });
+        let mut by_node: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+        let mut unknown_leader = false;
+        for tp in ready {
+            match self.metadata.leader(&tp.0, tp.1) {
+                Some(node) => by_node.entry(node).or_default().push(tp),
+                None => unknown_leader = true,
+            }
+        }
+        if unknown_leader {
+            self.metadata.request_update();
+        }
+        for (node, partitions) in by_node {
+            let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
+                continue;
+            };
+            let batches = self.acc.drain(&partitions, self.cfg.max_request_size);
+            if !batches.is_empty() {
+                self.send_batches(conn, batches, now);
+            }
+        }
+    }
+
+    fn send_batches(&mut self, conn: ConnId, mut batches: Vec<Batch>, now: Instant) {
+        let (pid, epoch) = self.producer_id.unwrap_or((-1, -1));
+        let mut topics: BTreeMap<String, TopicProduceData> = BTreeMap::new();
+        for b in &mut batches {
+            let mut base_sequence = -1;
+            if self.cfg.enable_idempotence {
+                base_sequence = if b.base_sequence >= 0 {
+                    b.base_sequence
+                } else {
+                    let next = self.sequences.entry(b.tp.clone()).or_insert(0);
+                    let s = *next;
+                    // Sequences wrap at i32::MAX, as on the broker.
+                    *next = ((i64::from(s) + b.records.len() as i64) % (i64::from(i32::MAX) + 1))
+                        as i32;
+                    s
+                };
+            }
+            let uncompressed = b.size();
+            let first = b.sealed.is_none();
+            let bytes = b.seal(&BatchMeta {
+                producer_id: pid,
+                producer_epoch: epoch,
+                base_sequence,
+                ..BatchMeta::default()
+            });
+            if first {
+                self.acc.observe_ratio(uncompressed, bytes.len());
+            }
+            let topic_id = self
+                .metadata
+                .topic(&b.tp.0)
+                .map(|t| t.id)
+                .unwrap_or_default();
+            topics
+                .entry(b.tp.0.clone())
+                .or_insert_with(|| TopicProduceData {
+                    name: b.tp.0.clone(),
+                    topic_id,
+                    ..Default::default()
+                })
+                .partition_data
+                .push(PartitionProduceData {
+                    index: b.tp.1,
+                    records: Some(bytes),
+                    ..Default::default()
+                });
+        }
+        let req = ProduceRequest {
+            transactional_id: None,
+            acks: self.cfg.acks.wire_value(),
+            timeout_ms: self.cfg.request_timeout.as_millis().min(i32::MAX as u128) as i32,
+            topic_data: topics.into_values().collect(),
+            ..Default::default()
+        };
+        let ids: Vec<u64> = batches.iter().map(|b| b.id).collect();
+        let expect_response = self.cfg.acks != Acks::None;
+        // Produce v13 names topics only by id: without every id, stay at v12 (as Java does).
+        let all_ids = req.topic_data.iter().all(|t| !t.topic_id.is_nil());
+        let max_version = if all_ids { 13 } else { 12 };
+        let sent = self.net.send_at_most(
+            conn,
+            &req,
+            Tag::Produce(ids),
+            expect_response,
+            max_version,
+            now,
+        );
+        match sent {
+            Ok(_) if !expect_response => {
+                // acks=0: complete once written, with no offset.
+                for b in batches {
+                    self.complete(b, None, -1);
+                }
+            }
+            Ok(_) => {
+                for b in batches {
+                    *self.in_flight_per_tp.entry(b.tp.clone()).or_default() += 1;
+                    self.in_flight.insert(b.id, b);
+                }
+            }
+            Err(_) => {
+                for b in batches {
+                    self.acc.reenqueue(b);
+                }
+            }
+        }
+    }
+
+    fn on_net_event(&mut self, e: NetEvent<Tag>, now: Instant) {
+        match e {
+            NetEvent::Response {
+                tag: Tag::Metadata,
+                body: ResponseBody::Metadata(resp),
+                ..
+            } => {
+                let update = self.metadata.handle_response(&resp, now);
+                let nodes: Vec<(i32, HostPort)> = self
+                    .metadata
+                    .brokers()
+                    .iter()
+                    .map(|(k, v)| (*k, v.clone()))
+                    .collect();
+                self.net.update_nodes(nodes, now);
+                for (topic, error) in update.topic_errors {
+                    self.fail_topic(&topic, DeliveryError::Broker(error));
+                }
+            }
+            NetEvent::Failed {
+                tag: Tag::Metadata, ..
+            } => self.metadata.handle_failure(now),
+            NetEvent::Response {
+                tag: Tag::InitProducerId,
+                body: ResponseBody::InitProducerId(resp),
+                ..
+            } => {
+                self.pid_in_flight = false;
+                match ErrorCode::from_code(resp.error_code) {
+                    None => {
+                        self.producer_id = Some((resp.producer_id, resp.producer_epoch));
+                        self.pid_failures = 0;
+                    }
+                    Some(e) if !e.is_retriable() && e != ErrorCode::CoordinatorNotAvailable => {
+                        self.fail_everything_with(DeliveryError::Broker(e), Certainty::NotSent);
+                    }
+                    Some(_) => self.pid_backoff(now),
+                }
+            }
+            NetEvent::Failed {
+                tag: Tag::InitProducerId,
+                ..
+            } => {
+                self.pid_in_flight = false;
+                self.pid_backoff(now);
+            }
+            NetEvent::Response {
+                tag: Tag::Produce(ids),
+                body: ResponseBody::Produce(resp),
+                version,
+                ..
+            } => {
+                self.on_produce_response(ids, resp, version, now);
+            }
+            NetEvent::Failed {
+                tag: Tag::Produce(ids),
+                error,
+                ..
+            } => {
+                for id in ids {
+                    if let Some(b) = self.take_in_flight(id) {
+                        self.retry_or_fail(b, DeliveryError::Request(error.clone()), now, true);
+                    }
+                }
+            }
+            NetEvent::Response { tag, .. } => {
+                debug_assert!(false, "response type does not match its request: {tag:?}");
+            }
+        }
+    }
+
+    fn pid_backoff(&mut self, now: Instant) {
+        self.pid_retry_at = Some(now + self.retry_backoff.delay(self.pid_failures, &mut self.rng));
+        self.pid_failures = self.pid_failures.saturating_add(1);
+    }
+
+    fn take_in_flight(&mut self, id: u64) -> Option<Batch> {
+        let b = self.in_flight.remove(&id)?;
+        if let Some(n) = self.in_flight_per_tp.get_mut(&b.tp) {
+            *n -= 1;
+            if *n == 0 {
+                self.in_flight_per_tp.remove(&b.tp);
+            }
+        }
+        Some(b)
+    }
+
+    fn on_produce_response(
+        &mut self,
+        ids: Vec<u64>,
+        resp: ProduceResponse,
+        version: i16,
+        now: Instant,
+    ) {
+        let endpoints: BTreeMap<i32, HostPort> = resp
+            .node_endpoints
+            .iter()
+            .filter_map(|n| {
+                Some((
+                    n.node_id,
+                    HostPort::new(n.host.clone(), u16::try_from(n.port).ok()?),
+                ))
+            })
+            .collect();
+        for id in ids {
+            let Some(b) = self.take_in_flight(id) else {
+                continue;
+            }; // expired meanwhile
+            let topic_id = self
+                .metadata
+                .topic(&b.tp.0)
+                .map(|t| t.id)
+                .unwrap_or_default();
+            let part = resp
+                .responses
+                .iter()
+                // v13+ names topics by id, older versions by name.
+                .filter(|t| {
+                    if version >= 13 {
+                        t.topic_id == topic_id
+                    } else {
+                        t.name == b.tp.0
+                    }
+                })
+                .flat_map(|t| &t.partition_responses)
+                .find(|p| p.index == b.tp.1);
+            let Some(p) = part else {
+                let error = DeliveryError::Broker(ErrorCode::UnknownServerError);
+                self.retry_or_fail(b, error, now, true);
+                continue;
+            };
+            match ErrorCode::from_code(p.error_code) {
+                None => self.complete(b, Some(p.base_offset), p.log_append_time_ms),
+                // The broker already has these records from an earlier attempt.
+                Some(ErrorCode::DuplicateSequenceNumber) => self.complete(b, None, -1),
+                Some(e) => {
+                    if p.current_leader.leader_id >= 0 {
+                        let (leader, epoch) =
+                            (p.current_leader.leader_id, p.current_leader.leader_epoch);
+                        let addr = endpoints.get(&leader).cloned();
+                        if self
+                            .metadata
+                            .apply_leader_hint(&b.tp.0, b.tp.1, leader, epoch, addr)
+                        {
+                            let nodes: Vec<(i32, HostPort)> = self
+                                .metadata
+                                .brokers()
+                                .iter()
+                                .map(|(k, v)| (*k, v.clone()))
+                                .collect();
+                            self.net.update_nodes(nodes, now);
+                        }
+                    } else if is_leadership_error(e) {
+                        self.metadata.request_update();
+                    }
+                    let retriable = e.is_retriable()
+                        || (self.cfg.enable_idempotence
+                            && e == ErrorCode::OutOfOrderSequenceNumber);
+                    if retriable {
+                        self.retry_or_fail(b, DeliveryError::Broker(e), now, false);
+                    } else {
+                        self.fail_batch(b, DeliveryError::Broker(e), false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Retries within `retries` and `delivery.timeout.ms`, else fails. `unknown` says the
+    /// attempt's fate is unknown (no answer), which makes a final failure "possibly sent".
+    fn retry_or_fail(&mut self, mut b: Batch, error: DeliveryError, now: Instant, unknown: bool) {
+        if unknown {
+            b.sent = true;
+        }
+        let retries_left = (b.attempts as i64) < i64::from(self.cfg.retries);
+        if retries_left && b.deadline > now && self.closing.is_none_or(|d| d > now) {
+            b.retry_at = Some(now + self.retry_backoff.delay(b.attempts, &mut self.rng));
+            b.attempts += 1;
+            self.acc.reenqueue(b);
+        } else {
+            self.fail_batch(b, error, unknown);
+        }
+    }
+
+    fn fail_batch(&mut self, b: Batch, error: DeliveryError, unknown: bool) {
+        // Certainty only weakens: once an attempt's fate was unknown, it stays possibly sent.
+        let certainty = if unknown || b.sent {
+            Certainty::PossiblySent
+        } else {
+            Certainty::NotSent
+        };
+        self.release(&b);
+        for r in &b.records {
+            let outcome = Outcome::Failed {
+                error: error.clone(),
+                certainty,
+            };
+            self.resolve(r.token, outcome);
+        }
+    }
+
+    fn complete(&mut self, b: Batch, base_offset: Option<i64>, log_append_time: i64) {
+        self.release(&b);
+        for (i, r) in b.records.iter().enumerate() {
+            let outcome = Outcome::Delivered {
+                partition: b.tp.1,
+                offset: base_offset.map(|o| o + i as i64),
+                timestamp: if log_append_time >= 0 {
+                    log_append_time
+                } else {
+                    r.timestamp
+                },
+            };
+            self.resolve(r.token, outcome);
+        }
+    }
+
+    fn release(&mut self, b: &Batch) {
+        if self.acc.pool.release(b.reserved) {
+            self.events.push_back(ProducerEvent::MemoryAvailable);
+        }
+    }
+
+    fn resolve(&mut self, token: RecordToken, outcome: Outcome) {
+        if self.outstanding.remove(&token.0) {
+            self.events
+                .push_back(ProducerEvent::Outcome(token, outcome));
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        for b in self.acc.expire(now) {
+            self.fail_batch(b, DeliveryError::DeliveryTimeout, false);
+        }
+        let late: Vec<u64> = self
+            .in_flight
+            .values()
+            .filter(|b| b.deadline <= now)
+            .map(|b| b.id)
+            .collect();
+        for id in late {
+            // Its response, if it comes, is ignored.
+            let b = self.take_in_flight(id).expect("listed above");
+            self.fail_batch(b, DeliveryError::DeliveryTimeout, true);
+        }
+        while let Some(p) = self.pending.front() {
+            if p.deadline > now {
+                break;
+            }
+            let p = self.pending.pop_front().expect("checked");
+            self.free_pending(p.size);
+            let error = DeliveryError::MetadataTimeout(p.record.topic.clone());
+            self.resolve(
+                p.token,
+                Outcome::Failed {
+                    error,
+                    certainty: Certainty::NotSent,
+                },
+            );
+        }
+    }
+
+    fn free_pending(&mut self, size: usize) {
+        if self.acc.pool.release(size) {
+            self.events.push_back(ProducerEvent::MemoryAvailable);
+        }
+    }
+
+    /// Moves records whose topic metadata arrived into batches.
+    fn place_pending(&mut self, now: Instant) {
+        let mut keep = VecDeque::new();
+        while let Some(p) = self.pending.pop_front() {
+            if self.metadata.topic(&p.record.topic).is_none() {
+                keep.push_back(p);
+                continue;
+            }
+            self.acc.pool.used -= p.size.min(self.acc.pool.used);
+            let deadline = now + self.cfg.delivery_timeout;
+            if self.append(p.token, p.record.clone(), deadline).is_err() {
+                self.acc.pool.used += p.size;
+                self.acc.pool.waiters = false;
+                keep.push_back(p);
+            }
+        }
+        self.pending = keep;
+    }
+
+    fn fail_topic(&mut self, topic: &str, error: DeliveryError) {
+        let (gone, keep): (Vec<Pending>, Vec<Pending>) = self
+            .pending
+            .drain(..)
+            .partition(|p| p.record.topic == topic);
+        self.pending = keep.into();
+        for p in gone {
+            self.free_pending(p.size);
+            self.resolve(
+                p.token,
+                Outcome::Failed {
+                    error: error.clone(),
+                    certainty: Certainty::NotSent,
+                },
+            );
+        }
+    }
+
+    fn fail_everything(&mut self) {
+        self.fail_everything_with(DeliveryError::Closed, Certainty::NotSent);
+    }
+
+    fn fail_everything_with(&mut self, error: DeliveryError, certainty: Certainty) {
+        for b in self.acc.take_all() {
+            let unknown = certainty == Certainty::PossiblySent;
+            self.fail_batch(b, error.clone(), unknown);
+        }
+        let ids: Vec<u64> = self.in_flight.keys().copied().collect();
+        for id in ids {
+            let b = self.take_in_flight(id).expect("listed");
+            self.fail_batch(b, error.clone(), true);
+        }
+        let pending: Vec<Pending> = self.pending.drain(..).collect();
+        for p in pending {
+            self.free_pending(p.size);
+            self.resolve(
+                p.token,
+                Outcome::Failed {
+                    error: error.clone(),
+                    certainty: Certainty::NotSent,
+                },
+            );
+        }
+    }
+
+    fn finish_flushes_and_close(&mut self, now: Instant) {
+        let lowest = self.outstanding.first().copied().unwrap_or(u64::MAX);
+        let (done, waiting): (Vec<_>, Vec<_>) = self
+            .flushes
+            .drain(..)
+            .partition(|(_, upto)| lowest >= *upto);
+        self.flushes = waiting;
+        for (token, _) in done {
+            self.events.push_back(ProducerEvent::FlushComplete(token));
+        }
+        let Some(deadline) = self.closing else { return };
+        if self.closed {
+            return;
+        }
+        if deadline <= now {
+            self.fail_everything();
+        }
+        if self.outstanding.is_empty() {
+            self.closed = true;
+            self.events.push_back(ProducerEvent::Closed);
+        }
+    }
+}
+
+impl From<RequestError> for DeliveryError {
+    fn from(e: RequestError) -> Self {
+        DeliveryError::Request(e)
+    }
+}

@@ -1,0 +1,171 @@
+//! What goes into the producer and what comes out: records, tokens, outcomes and typed errors.
+
+use bytes::Bytes;
+use kafka_proto::ErrorCode;
+
+use crate::net::{RequestError, Transmit};
+
+/// A record to send. `timestamp` is CreateTime in epoch ms; the adapter fills it from the wall
+/// clock when the user leaves it empty (the core never reads a clock).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProducerRecord {
+    /// The topic.
+    pub topic: String,
+    /// A fixed partition, or `None` to let the partitioner choose.
+    pub partition: Option<i32>,
+    /// The key.
+    pub key: Option<Bytes>,
+    /// The value (`None` is a tombstone).
+    pub value: Option<Bytes>,
+    /// Headers, in order.
+    pub headers: Vec<(String, Option<Bytes>)>,
+    /// CreateTime, epoch milliseconds.
+    pub timestamp: i64,
+}
+
+impl ProducerRecord {
+    /// A record with a value and a timestamp.
+    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>, timestamp: i64) -> Self {
+        ProducerRecord {
+            topic: topic.into(),
+            value: Some(value.into()),
+            timestamp,
+            ..Default::default()
+        }
+    }
+
+    /// Sets the key.
+    pub fn with_key(mut self, key: impl Into<Bytes>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Fixes the partition.
+    pub fn with_partition(mut self, partition: i32) -> Self {
+        self.partition = Some(partition);
+        self
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        self.headers.push((key.into(), Some(value.into())));
+        self
+    }
+}
+
+/// Identifies one sent record; its outcome carries the same token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RecordToken(pub u64);
+
+/// Identifies one flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FlushToken(pub u64);
+
+/// Whether a failed record may have been written anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Certainty {
+    /// It was never sent, or the broker said it did not write it: retrying cannot duplicate it.
+    NotSent,
+    /// It was sent and no answer came back, or the answer was ambiguous: it may be in the log.
+    PossiblySent,
+}
+
+/// Why a record failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeliveryError {
+    /// `delivery.timeout.ms` passed before the record was acknowledged.
+    #[error("delivery.timeout.ms expired before the record was acknowledged")]
+    DeliveryTimeout,
+    /// The topic's metadata did not arrive within `max.block.ms`.
+    #[error("metadata for topic `{0}` was not available within max.block.ms: check the topic exists and the broker is reachable")]
+    MetadataTimeout(String),
+    /// The broker rejected the batch with an error that retrying cannot fix.
+    #[error("the broker rejected the record: {0}")]
+    Broker(ErrorCode),
+    /// The last attempt's request failed and no retries were left.
+    #[error("the request failed: {0}")]
+    Request(RequestError),
+    /// The partition does not exist.
+    #[error("partition {partition} does not exist in topic `{topic}` ({count} partitions)")]
+    UnknownPartition {
+        /// The topic.
+        topic: String,
+        /// The requested partition.
+        partition: i32,
+        /// How many it has.
+        count: usize,
+    },
+    /// The producer was closed (or dropped) before the record completed.
+    #[error("the producer closed before the record was delivered")]
+    Closed,
+}
+
+/// What happened to a record. Every token gets exactly one outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The broker acknowledged it.
+    Delivered {
+        /// The partition it went to.
+        partition: i32,
+        /// Its offset; `None` with acks=0 and for duplicates of an earlier write.
+        offset: Option<i64>,
+        /// The timestamp the log holds (CreateTime, or LogAppendTime if the topic uses it).
+        timestamp: i64,
+    },
+    /// It failed.
+    Failed {
+        /// Why.
+        error: DeliveryError,
+        /// Whether it may have been written anyway.
+        certainty: Certainty,
+    },
+}
+
+/// Why `send` refused a record outright (nothing was queued).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// `buffer.memory` is used up. Wait for [`ProducerEvent::MemoryAvailable`] (up to
+    /// `max.block.ms`) and send again.
+    #[error("buffer.memory is full; wait for memory to free and retry")]
+    BufferFull,
+    /// The record can never fit: larger than `max.request.size` or `buffer.memory`.
+    #[error("the record is {size} bytes, above {limit_name} ({limit}); raise it or send smaller records")]
+    RecordTooLarge {
+        /// The record's encoded size.
+        size: usize,
+        /// The limit's name.
+        limit_name: &'static str,
+        /// The limit.
+        limit: usize,
+    },
+    /// The producer is closing or closed.
+    #[error("the producer is closed")]
+    Closed,
+    /// A negative partition number.
+    #[error("invalid partition {0}")]
+    InvalidPartition(i32),
+}
+
+/// Something the user should know about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProducerEvent {
+    /// A record's outcome.
+    Outcome(RecordToken, Outcome),
+    /// Every record sent before this flush has its outcome.
+    FlushComplete(FlushToken),
+    /// Memory was freed after a [`SendError::BufferFull`]: sending may succeed now.
+    MemoryAvailable,
+    /// `close` finished: nothing is left in flight.
+    Closed,
+}
+
+/// What the producer asks of its driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// A network action.
+    Transmit(Transmit),
+    /// A user event.
+    Event(ProducerEvent),
+}

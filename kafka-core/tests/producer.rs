@@ -1,0 +1,718 @@
+//! The producer in virtual time against a small scripted cluster: a real log per partition,
+//! per-producer sequence checks like a broker's, and scriptable faults.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_core::config::{HostPort, ProducerConfig};
+use kafka_core::net::{ConnId, Transmit};
+use kafka_core::producer::{
+    Certainty, DeliveryError, Outcome, Output, Producer, ProducerEvent, ProducerRecord,
+    RecordToken, SendError,
+};
+use kafka_core::Instant;
+use kafka_sim::proto::api::{RequestBody, ResponseBody};
+use kafka_sim::proto::messages::init_producer_id_response::InitProducerIdResponse;
+use kafka_sim::proto::messages::metadata_response::{
+    MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_sim::proto::messages::produce_response::{
+    LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+};
+use kafka_sim::proto::record::RecordBatches;
+use kafka_sim::{Reply, ScriptedBroker};
+
+/// What the cluster does with the next Produce request.
+#[derive(Debug, Clone)]
+enum Fault {
+    /// Answer every partition with this error code.
+    Error(i16),
+    /// NOT_LEADER_OR_FOLLOWER with a KIP-951 hint naming this node as leader.
+    MovedTo(i32),
+    /// Write the records, then drop the connection without answering.
+    WriteThenClose,
+    /// Never answer.
+    Ignore,
+}
+
+#[derive(Debug, Default)]
+struct Cluster {
+    partitions: usize,
+    leader: i32,
+    leader_epoch: i32,
+    log: BTreeMap<i32, Vec<Bytes>>,
+    next_seq: BTreeMap<(i64, i32), i32>,
+    faults: VecDeque<Fault>,
+    metadata_requests: usize,
+    produce_requests: Vec<(i32, i16)>,
+}
+
+fn node_addr(node: i32) -> HostPort {
+    HostPort::new(format!("broker{node}"), 9092)
+}
+
+impl Cluster {
+    fn metadata(&self) -> MetadataResponse {
+        MetadataResponse {
+            brokers: (1..=3)
+                .map(|n| MetadataResponseBroker {
+                    node_id: n,
+                    host: node_addr(n).host,
+                    port: 9092,
+                    ..Default::default()
+                })
+                .collect(),
+            topics: vec![MetadataResponseTopic {
+                name: Some("t".into()),
+                topic_id: uuid::Uuid::from_u128(0x7),
+                partitions: (0..self.partitions as i32)
+                    .map(|p| MetadataResponsePartition {
+                        partition_index: p,
+                        leader_id: self.leader,
+                        leader_epoch: self.leader_epoch,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn produce(
+        &mut self,
+        node: i32,
+        req: &kafka_sim::proto::messages::produce_request::ProduceRequest,
+    ) -> Reply {
+        let fault = self.faults.pop_front();
+        let mut out = Vec::new();
+        for t in &req.topic_data {
+            let mut parts = Vec::new();
+            for p in &t.partition_data {
+                let mut resp = PartitionProduceResponse {
+                    index: p.index,
+                    base_offset: -1,
+                    ..Default::default()
+                };
+                match &fault {
+                    Some(Fault::Error(code)) => resp.error_code = *code,
+                    Some(Fault::MovedTo(n)) => {
+                        resp.error_code = 6;
+                        resp.current_leader = LeaderIdAndEpoch {
+                            leader_id: *n,
+                            leader_epoch: self.leader_epoch + 1,
+                            ..Default::default()
+                        };
+                    }
+                    _ if node != self.leader => resp.error_code = 6,
+                    _ => {
+                        let batch = RecordBatches::new(p.records.clone().unwrap())
+                            .next()
+                            .unwrap()
+                            .unwrap();
+                        let key = (batch.producer_id, p.index);
+                        let expected = *self.next_seq.get(&key).unwrap_or(&0);
+                        if batch.producer_id >= 0 && batch.base_sequence < expected {
+                            resp.error_code = 46; // DUPLICATE_SEQUENCE_NUMBER
+                        } else if batch.producer_id >= 0 && batch.base_sequence > expected {
+                            resp.error_code = 45; // OUT_OF_ORDER_SEQUENCE_NUMBER
+                        } else {
+                            let log = self.log.entry(p.index).or_default();
+                            resp.base_offset = log.len() as i64;
+                            for r in batch.records().unwrap() {
+                                log.push(r.unwrap().value.unwrap());
+                            }
+                            if batch.producer_id >= 0 {
+                                self.next_seq.insert(key, expected + batch.record_count);
+                            }
+                        }
+                    }
+                }
+                parts.push(resp);
+            }
+            out.push(TopicProduceResponse {
+                name: t.name.clone(),
+                topic_id: t.topic_id,
+                partition_responses: parts,
+                ..Default::default()
+            });
+        }
+        let endpoints = (1..=3)
+            .map(|n| NodeEndpoint {
+                node_id: n,
+                host: node_addr(n).host,
+                port: 9092,
+                ..Default::default()
+            })
+            .collect();
+        let body = ResponseBody::Produce(ProduceResponse {
+            responses: out,
+            node_endpoints: endpoints,
+            ..Default::default()
+        });
+        match fault {
+            Some(Fault::WriteThenClose) => Reply::Close,
+            Some(Fault::Ignore) => Reply::Ignore,
+            _ => Reply::Respond(body),
+        }
+    }
+}
+
+fn broker(cluster: Arc<Mutex<Cluster>>, node: i32) -> ScriptedBroker {
+    ScriptedBroker::new(move |hdr, body| {
+        let mut c = cluster.lock().unwrap();
+        match body {
+            RequestBody::Metadata(_) => {
+                c.metadata_requests += 1;
+                Reply::Respond(ResponseBody::Metadata(c.metadata()))
+            }
+            RequestBody::InitProducerId(_) => {
+                Reply::Respond(ResponseBody::InitProducerId(InitProducerIdResponse {
+                    producer_id: 1000,
+                    producer_epoch: 0,
+                    ..Default::default()
+                }))
+            }
+            RequestBody::Produce(req) => {
+                c.produce_requests.push((node, hdr.api_version));
+                c.produce(node, req)
+            }
+            other => panic!("unexpected request {other:?}"),
+        }
+    })
+}
+
+/// Plays the adapter for a producer: connects to scripted brokers, carries bytes, moves time.
+struct Harness {
+    p: Producer,
+    now: Instant,
+    cluster: Arc<Mutex<Cluster>>,
+    brokers: BTreeMap<ConnId, ScriptedBroker>,
+    reachable: bool,
+    transmits: Vec<Transmit>,
+    events: Vec<ProducerEvent>,
+}
+
+impl Harness {
+    fn new(settings: &[(&str, &str)], partitions: usize) -> Self {
+        let mut map = vec![("bootstrap.servers", "broker1:9092")];
+        map.extend_from_slice(settings);
+        let cluster = Cluster {
+            partitions,
+            leader: 1,
+            ..Default::default()
+        };
+        Harness {
+            p: Producer::new(ProducerConfig::from_map(map).unwrap()),
+            now: Instant::ZERO,
+            cluster: Arc::new(Mutex::new(cluster)),
+            brokers: BTreeMap::new(),
+            reachable: true,
+            transmits: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn pump(&mut self) {
+        while let Some(o) = self.p.poll_output() {
+            match o {
+                Output::Event(e) => self.events.push(e),
+                Output::Transmit(t) => {
+                    self.transmits.push(t.clone());
+                    match t {
+                        Transmit::Connect { conn, addr } => {
+                            if self.reachable {
+                                let node = addr.host.trim_start_matches("broker").parse().unwrap();
+                                self.brokers
+                                    .insert(conn, broker(self.cluster.clone(), node));
+                                self.p.handle_connected(conn, self.now);
+                            } else {
+                                self.p.handle_connect_failed(conn, self.now);
+                            }
+                        }
+                        Transmit::Send { conn, bytes } => {
+                            let Some(b) = self.brokers.get_mut(&conn) else {
+                                continue;
+                            };
+                            let out = b.receive(&bytes).unwrap();
+                            if !out.bytes.is_empty() {
+                                self.p.handle_received(conn, &out.bytes, self.now);
+                            }
+                            if out.closed {
+                                self.brokers.remove(&conn);
+                                self.p.handle_closed(conn, self.now);
+                            }
+                        }
+                        Transmit::Close { conn } => {
+                            self.brokers.remove(&conn);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn advance_to(&mut self, t: Instant) {
+        self.pump();
+        while let Some(next) = self.p.poll_timeout().filter(|n| *n <= t) {
+            assert!(
+                next >= self.now || next == self.p.poll_timeout().unwrap(),
+                "time never goes back"
+            );
+            self.now = self.now.max(next);
+            self.p.handle_timeout(self.now);
+            self.pump();
+            if self.p.poll_timeout() == Some(next) && next <= self.now {
+                // A deadline that handle_timeout did not consume would spin forever.
+                self.p.handle_timeout(self.now);
+                self.pump();
+                assert_ne!(
+                    self.p.poll_timeout(),
+                    Some(next),
+                    "live-lock: poll_timeout stuck at {next:?}"
+                );
+            }
+        }
+        self.now = self.now.max(t);
+        self.p.handle_timeout(self.now);
+        self.pump();
+    }
+
+    fn ms(&mut self, ms: u64) {
+        let t = self.now + Duration::from_millis(ms);
+        self.advance_to(t);
+    }
+
+    fn send(&mut self, value: &str) -> RecordToken {
+        let t = self
+            .p
+            .send(
+                ProducerRecord::new("t", value.to_owned(), 1_700_000_000_000),
+                self.now,
+            )
+            .unwrap();
+        self.pump();
+        t
+    }
+
+    fn outcome(&self, token: RecordToken) -> Option<&Outcome> {
+        let mut found = self.events.iter().filter_map(|e| match e {
+            ProducerEvent::Outcome(t, o) if *t == token => Some(o),
+            _ => None,
+        });
+        let first = found.next();
+        assert!(found.next().is_none(), "a token resolved twice");
+        first
+    }
+
+    fn produce_count(&self) -> usize {
+        self.cluster.lock().unwrap().produce_requests.len()
+    }
+
+    fn log(&self, partition: i32) -> Vec<String> {
+        let c = self.cluster.lock().unwrap();
+        c.log.get(&partition).map_or(vec![], |l| {
+            l.iter()
+                .map(|b| String::from_utf8(b.to_vec()).unwrap())
+                .collect()
+        })
+    }
+}
+
+/// Brings the producer to a steady state: metadata known, producer id assigned.
+fn warm(h: &mut Harness) {
+    let t = h.send("warm-up");
+    h.ms(100);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { .. })),
+        "{:?}",
+        h.events
+    );
+}
+
+#[test]
+fn nothing_connects_before_the_first_send() {
+    let mut h = Harness::new(&[], 1);
+    h.advance_to(Instant::from_millis(600_000));
+    assert!(h.transmits.is_empty());
+    assert_eq!(h.p.poll_timeout(), None);
+    h.send("x");
+    assert!(matches!(h.transmits[0], Transmit::Connect { .. }));
+}
+
+#[test]
+fn linger_expires_to_the_millisecond() {
+    let mut h = Harness::new(&[("linger.ms", "20")], 1);
+    warm(&mut h);
+    let before = h.produce_count();
+    let start = h.now;
+    h.send("a");
+    h.advance_to(start + Duration::from_millis(19));
+    assert_eq!(h.produce_count(), before, "held for linger.ms");
+    h.advance_to(start + Duration::from_millis(20));
+    assert_eq!(h.produce_count(), before + 1, "sent exactly at linger.ms");
+}
+
+#[test]
+fn a_full_batch_wakes_the_sender() {
+    let mut h = Harness::new(&[("linger.ms", "60000"), ("batch.size", "300")], 1);
+    let t = h.send("warm-up");
+    h.p.flush(h.now);
+    h.ms(100);
+    assert!(matches!(h.outcome(t), Some(Outcome::Delivered { .. })));
+    let before = h.produce_count();
+    // 61-byte header + ~110 bytes per 100-byte record: two fit in 300 bytes, a third does not.
+    h.send(&format!("{:0>100}", 0));
+    h.ms(1);
+    assert_eq!(h.produce_count(), before, "not full yet: lingering");
+    h.send(&format!("{:0>100}", 1));
+    h.send(&format!("{:0>100}", 2));
+    h.ms(1);
+    assert!(
+        h.produce_count() > before,
+        "a full batch went without waiting for linger"
+    );
+}
+
+#[test]
+fn buffer_full_is_immediate_and_released_by_delivery() {
+    let mut h = Harness::new(
+        &[
+            ("buffer.memory", "40000"),
+            ("batch.size", "16384"),
+            ("linger.ms", "10"),
+        ],
+        3,
+    );
+    warm(&mut h);
+    // Fill the pool with batches for each partition.
+    let mut refused = None;
+    for i in 0..2000 {
+        let r = ProducerRecord::new("t", vec![b'x'; 1000], 1).with_partition(i % 3);
+        match h.p.send(r, h.now) {
+            Ok(_) => {}
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    assert_eq!(refused, Some(SendError::BufferFull));
+    h.pump();
+    assert!(!h.events.contains(&ProducerEvent::MemoryAvailable));
+    h.ms(50);
+    assert!(
+        h.events.contains(&ProducerEvent::MemoryAvailable),
+        "delivery frees memory"
+    );
+    assert!(h
+        .p
+        .send(ProducerRecord::new("t", vec![b'y'; 1000], 1), h.now)
+        .is_ok());
+}
+
+#[test]
+fn records_larger_than_the_limits_fail_at_send() {
+    let mut h = Harness::new(&[("max.request.size", "1000")], 1);
+    let e =
+        h.p.send(ProducerRecord::new("t", vec![0u8; 2000], 1), h.now)
+            .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SendError::RecordTooLarge {
+                limit_name: "max.request.size",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(h.transmits.is_empty(), "nothing queued, nothing connected");
+}
+
+#[test]
+fn a_record_that_never_reached_its_leader_times_out_as_not_sent() {
+    let mut h = Harness::new(
+        &[("delivery.timeout.ms", "40000"), ("max.block.ms", "100000")],
+        1,
+    );
+    warm(&mut h);
+    h.reachable = false;
+    h.cluster.lock().unwrap().leader = 2; // the leader moves to an unreachable node
+    h.cluster.lock().unwrap().faults.push_back(Fault::Error(6));
+    let t = h.send("late");
+    h.ms(39_000);
+    assert_eq!(h.outcome(t), None);
+    h.ms(1_100);
+    assert_eq!(
+        h.outcome(t),
+        Some(&Outcome::Failed {
+            error: DeliveryError::DeliveryTimeout,
+            certainty: Certainty::NotSent
+        }),
+        "NOT_LEADER_OR_FOLLOWER means not written, and the new leader was never reached"
+    );
+}
+
+#[test]
+fn delivery_timeout_fails_in_flight_records_as_possibly_sent() {
+    let mut h = Harness::new(
+        &[
+            ("delivery.timeout.ms", "31000"),
+            ("request.timeout.ms", "30000"),
+            ("linger.ms", "0"),
+        ],
+        1,
+    );
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .extend([Fault::Ignore, Fault::Ignore]);
+    let t = h.send("stuck");
+    h.ms(31_000);
+    assert_eq!(
+        h.outcome(t),
+        Some(&Outcome::Failed {
+            error: DeliveryError::DeliveryTimeout,
+            certainty: Certainty::PossiblySent
+        })
+    );
+}
+
+#[test]
+fn a_record_for_an_unknown_topic_fails_after_max_block() {
+    let mut h = Harness::new(&[("max.block.ms", "5000")], 1);
+    let t =
+        h.p.send(ProducerRecord::new("missing", "v", 1), h.now)
+            .unwrap();
+    h.pump();
+    h.ms(5000);
+    assert!(matches!(
+        h.outcome(t),
+        Some(Outcome::Failed {
+            error: DeliveryError::MetadataTimeout(_),
+            certainty: Certainty::NotSent
+        })
+    ));
+}
+
+#[test]
+fn not_leader_refreshes_metadata_and_retries() {
+    let mut h = Harness::new(&[], 1);
+    warm(&mut h);
+    let metadata_before = h.cluster.lock().unwrap().metadata_requests;
+    {
+        let mut c = h.cluster.lock().unwrap();
+        c.leader = 2; // moved; node 1 answers NOT_LEADER_OR_FOLLOWER
+    }
+    let t = h.send("moved");
+    h.ms(2000);
+    assert!(
+        matches!(
+            h.outcome(t),
+            Some(Outcome::Delivered {
+                offset: Some(_),
+                ..
+            })
+        ),
+        "{:?}",
+        h.events
+    );
+    let c = h.cluster.lock().unwrap();
+    assert!(
+        c.metadata_requests > metadata_before,
+        "a leadership error refreshes metadata"
+    );
+    assert_eq!(
+        c.produce_requests.last().unwrap().0,
+        2,
+        "retried at the new leader"
+    );
+}
+
+#[test]
+fn a_kip_951_leader_hint_redirects_without_a_metadata_refresh() {
+    let mut h = Harness::new(&[], 1);
+    warm(&mut h);
+    let metadata_before = h.cluster.lock().unwrap().metadata_requests;
+    {
+        let mut c = h.cluster.lock().unwrap();
+        c.faults.push_back(Fault::MovedTo(3));
+        c.leader = 3;
+        c.leader_epoch = 1;
+    }
+    let t = h.send("hinted");
+    h.ms(1000);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { .. })),
+        "{:?}",
+        h.events
+    );
+    let c = h.cluster.lock().unwrap();
+    assert_eq!(c.produce_requests.last().unwrap().0, 3);
+    assert_eq!(c.metadata_requests, metadata_before, "the hint was enough");
+}
+
+#[test]
+fn idempotent_retry_after_a_lost_response_writes_once() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .push_back(Fault::WriteThenClose);
+    let t = h.send("once");
+    h.ms(5000);
+    assert_eq!(h.log(0), ["warm-up", "once"], "written exactly once");
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { offset: None, .. })),
+        "a duplicate is a success without an offset: {:?}",
+        h.events
+    );
+}
+
+#[test]
+fn without_idempotence_a_lost_response_duplicates() {
+    // The contrast that shows why idempotence is the default.
+    let mut h = Harness::new(&[("linger.ms", "0"), ("enable.idempotence", "false")], 1);
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .push_back(Fault::WriteThenClose);
+    let t = h.send("twice");
+    h.ms(5000);
+    assert_eq!(h.log(0), ["warm-up", "twice", "twice"]);
+    assert!(matches!(
+        h.outcome(t),
+        Some(Outcome::Delivered {
+            offset: Some(2),
+            ..
+        })
+    ));
+}
+
+#[test]
+fn fatal_broker_errors_fail_without_retry() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    let before = h.produce_count();
+    h.cluster.lock().unwrap().faults.push_back(Fault::Error(87)); // INVALID_RECORD
+    let t = h.send("bad");
+    h.ms(1000);
+    assert_eq!(h.produce_count(), before + 1, "no retry");
+    assert!(matches!(
+        h.outcome(t),
+        Some(Outcome::Failed {
+            error: DeliveryError::Broker(_),
+            certainty: Certainty::NotSent
+        })
+    ));
+}
+
+#[test]
+fn acks_zero_completes_on_write_without_an_offset() {
+    let mut h = Harness::new(&[("acks", "0"), ("linger.ms", "0")], 1);
+    assert!(
+        !h.p.config().enable_idempotence,
+        "acks=0 turns defaulted idempotence off"
+    );
+    let t = h.send("fire-and-forget");
+    h.ms(100);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { offset: None, .. })),
+        "{:?}",
+        h.events
+    );
+}
+
+#[test]
+fn keyed_records_follow_murmur2_and_offsets_are_per_partition() {
+    let mut h = Harness::new(&[("linger.ms", "1")], 6);
+    warm(&mut h);
+    let key = b"user-42";
+    let want = kafka_core::partitioner::partition_for_key(key, 6) as i32;
+    let t =
+        h.p.send(ProducerRecord::new("t", "v", 1).with_key(&key[..]), h.now)
+            .unwrap();
+    h.ms(100);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { partition, .. }) if *partition == want)
+    );
+}
+
+#[test]
+fn flush_and_close_resolve_everything_exactly_once() {
+    let mut h = Harness::new(&[("linger.ms", "60000")], 3);
+    let tokens: Vec<_> = (0..50).map(|i| h.send(&format!("r{i}"))).collect();
+    let f = h.p.flush(h.now);
+    h.pump();
+    h.ms(500);
+    assert!(
+        h.events.contains(&ProducerEvent::FlushComplete(f)),
+        "flush does not wait for linger"
+    );
+    for t in &tokens {
+        assert!(matches!(h.outcome(*t), Some(Outcome::Delivered { .. })));
+    }
+    let late = h.send("after-flush");
+    h.p.close(h.now + Duration::from_secs(5), h.now);
+    h.pump();
+    h.ms(100);
+    assert!(h.events.contains(&ProducerEvent::Closed));
+    assert!(
+        matches!(h.outcome(late), Some(Outcome::Delivered { .. })),
+        "close drains first"
+    );
+    assert_eq!(
+        h.p.send(ProducerRecord::new("t", "no", 1), h.now),
+        Err(SendError::Closed)
+    );
+}
+
+#[test]
+fn close_deadline_fails_what_is_left() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .extend(std::iter::repeat_n(Fault::Ignore, 10));
+    let t = h.send("stuck");
+    h.p.close(h.now + Duration::from_secs(2), h.now);
+    h.ms(2000);
+    assert!(h.events.contains(&ProducerEvent::Closed));
+    assert_eq!(
+        h.outcome(t),
+        Some(&Outcome::Failed {
+            error: DeliveryError::Closed,
+            certainty: Certainty::PossiblySent
+        })
+    );
+}
+
+#[test]
+fn same_seed_same_run() {
+    let run = || {
+        let mut h = Harness::new(&[("linger.ms", "3"), ("random.seed", "99")], 4);
+        for i in 0..200 {
+            h.send(&format!("{i}"));
+            if i % 17 == 0 {
+                h.cluster.lock().unwrap().faults.push_back(Fault::Error(6));
+            }
+            h.ms(1);
+        }
+        h.ms(10_000);
+        format!("{:?}\n{:?}", h.transmits, h.events)
+    };
+    let a = run();
+    assert_eq!(a, run(), "byte-identical transmits and events");
+    assert!(a.len() > 10_000);
+}
