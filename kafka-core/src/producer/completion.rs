@@ -1,0 +1,164 @@
+//! Completing batches: reading Produce responses, retrying within the budgets, and resolving
+//! every record token exactly once with its outcome and certainty.
+
+use std::collections::BTreeMap;
+
+use kafka_proto::messages::produce_response::ProduceResponse;
+use kafka_proto::ErrorCode;
+
+use super::accumulator::Batch;
+use super::types::{Certainty, DeliveryError, Outcome, ProducerEvent, RecordToken};
+use super::{is_leadership_error, Producer};
+use crate::config::HostPort;
+use crate::time::Instant;
+
+impl Producer {
+    pub(super) fn on_produce_response(
+        &mut self,
+        ids: Vec<u64>,
+        resp: ProduceResponse,
+        version: i16,
+        now: Instant,
+    ) {
+        let endpoints: BTreeMap<i32, HostPort> = resp
+            .node_endpoints
+            .iter()
+            .filter_map(|n| {
+                Some((
+                    n.node_id,
+                    HostPort::new(n.host.clone(), u16::try_from(n.port).ok()?),
+                ))
+            })
+            .collect();
+        for id in ids {
+            let Some(b) = self.take_in_flight(id) else {
+                continue;
+            }; // expired meanwhile
+            let topic_id = self
+                .metadata
+                .topic(&b.tp.0)
+                .map(|t| t.id)
+                .unwrap_or_default();
+            let part = resp
+                .responses
+                .iter()
+                // v13+ names topics by id, older versions by name.
+                .filter(|t| {
+                    if version >= 13 {
+                        t.topic_id == topic_id
+                    } else {
+                        t.name == b.tp.0
+                    }
+                })
+                .flat_map(|t| &t.partition_responses)
+                .find(|p| p.index == b.tp.1);
+            let Some(p) = part else {
+                let error = DeliveryError::Broker(ErrorCode::UnknownServerError);
+                self.retry_or_fail(b, error, now, true);
+                continue;
+            };
+            match ErrorCode::from_code(p.error_code) {
+                None => self.complete(b, Some(p.base_offset), p.log_append_time_ms),
+                // The broker already has these records from an earlier attempt.
+                Some(ErrorCode::DuplicateSequenceNumber) => self.complete(b, None, -1),
+                Some(e) => {
+                    if p.current_leader.leader_id >= 0 {
+                        let (leader, epoch) =
+                            (p.current_leader.leader_id, p.current_leader.leader_epoch);
+                        let addr = endpoints.get(&leader).cloned();
+                        if self
+                            .metadata
+                            .apply_leader_hint(&b.tp.0, b.tp.1, leader, epoch, addr)
+                        {
+                            let nodes: Vec<(i32, HostPort)> = self
+                                .metadata
+                                .brokers()
+                                .iter()
+                                .map(|(k, v)| (*k, v.clone()))
+                                .collect();
+                            self.net.update_nodes(nodes, now);
+                        }
+                    } else if is_leadership_error(e) {
+                        self.metadata.request_update();
+                    }
+                    let retriable = e.is_retriable()
+                        || (self.cfg.enable_idempotence
+                            && e == ErrorCode::OutOfOrderSequenceNumber);
+                    if retriable {
+                        self.retry_or_fail(b, DeliveryError::Broker(e), now, false);
+                    } else {
+                        self.fail_batch(b, DeliveryError::Broker(e), false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Retries within `retries` and `delivery.timeout.ms`, else fails. `unknown` says the
+    /// attempt's fate is unknown (no answer), which makes a final failure "possibly sent".
+    pub(super) fn retry_or_fail(
+        &mut self,
+        mut b: Batch,
+        error: DeliveryError,
+        now: Instant,
+        unknown: bool,
+    ) {
+        if unknown {
+            b.sent = true;
+        }
+        let retries_left = (b.attempts as i64) < i64::from(self.cfg.retries);
+        if retries_left && b.deadline > now && self.closing.is_none_or(|d| d > now) {
+            b.retry_at = Some(now + self.retry_backoff.delay(b.attempts, &mut self.rng));
+            b.attempts += 1;
+            self.acc.reenqueue(b);
+        } else {
+            self.fail_batch(b, error, unknown);
+        }
+    }
+
+    pub(super) fn fail_batch(&mut self, b: Batch, error: DeliveryError, unknown: bool) {
+        // Certainty only weakens: once an attempt's fate was unknown, it stays possibly sent.
+        let certainty = if unknown || b.sent {
+            Certainty::PossiblySent
+        } else {
+            Certainty::NotSent
+        };
+        self.release(&b);
+        for r in &b.records {
+            let outcome = Outcome::Failed {
+                error: error.clone(),
+                certainty,
+            };
+            self.resolve(r.token, outcome);
+        }
+    }
+
+    pub(super) fn complete(&mut self, b: Batch, base_offset: Option<i64>, log_append_time: i64) {
+        self.release(&b);
+        for (i, r) in b.records.iter().enumerate() {
+            let outcome = Outcome::Delivered {
+                partition: b.tp.1,
+                offset: base_offset.map(|o| o + i as i64),
+                timestamp: if log_append_time >= 0 {
+                    log_append_time
+                } else {
+                    r.timestamp
+                },
+            };
+            self.resolve(r.token, outcome);
+        }
+    }
+
+    pub(super) fn release(&mut self, b: &Batch) {
+        if self.acc.pool.release(b.reserved) {
+            self.events.push_back(ProducerEvent::MemoryAvailable);
+        }
+    }
+
+    pub(super) fn resolve(&mut self, token: RecordToken, outcome: Outcome) {
+        if self.outstanding.remove(&token.0) {
+            self.events
+                .push_back(ProducerEvent::Outcome(token, outcome));
+        }
+    }
+}
