@@ -1,12 +1,61 @@
 //! The sans-IO Kafka client core: deterministic state machines that make every Kafka decision
 //! and never touch a socket, a clock or a thread.
 //!
-//! Every input carries `now` (an [`Instant`] on the caller's clock), and every random choice
-//! comes from `random.seed`, so the same inputs always produce the same outputs.
+//! # The run-loop contract
 //!
-//! Built so far: configuration ([`config`]), time ([`time`]) and the Java-compatible partitioner
-//! ([`partitioner`]). The connection manager, metadata, producer and fetcher are being built
-//! on these (see the kafka-core issue).
+//! - **Inputs** carry `now`, an [`Instant`] on the caller's monotonic clock (real or virtual):
+//!   user commands ([`Producer::send`], `flush`, `close`), network facts (`handle_connected`,
+//!   `handle_connect_failed`, `handle_received`, `handle_closed`) and `handle_timeout`.
+//! - **Outputs** are drained from `poll_output` until it returns `None`: connect to a host:port
+//!   under a connection id the core chose, send bytes on a connection, close one, or a user event.
+//! - **`poll_timeout`** is a pure query: the instant at which to call `handle_timeout` next.
+//! - **Randomness** (jitter, bootstrap order, partition choice) comes only from `random.seed`,
+//!   so the same inputs always give byte-identical outputs.
+//!
+//! Record timestamps are wall-clock data, not time: they arrive on the record, and adapters fill
+//! them in when the user leaves them out.
+//!
+//! # Example: a producer driven by hand
+//!
+//! The "network" here is [`kafka_sim::SingleBroker`], a one-node broker with an in-memory log;
+//! an adapter does the same with sockets and a timer.
+//!
+//! ```
+//! use kafka_core::net::Transmit;
+//! use kafka_core::producer::{Outcome, Output, ProducerEvent, ProducerRecord};
+//! use kafka_core::{Instant, Producer, ProducerConfig};
+//! use kafka_sim::SingleBroker;
+//!
+//! let cluster = SingleBroker::new("broker", 9092, 3);
+//! let config = ProducerConfig::from_map([("bootstrap.servers", "broker:9092")]).unwrap();
+//! let mut producer = Producer::new(config); // connects nothing yet
+//! let mut now = Instant::ZERO;
+//! let mut conns = std::collections::BTreeMap::new();
+//!
+//! let token = producer.send(ProducerRecord::new("greetings", "hello", 1_700_000_000_000), now).unwrap();
+//! let outcome = 'run: loop {
+//!     while let Some(output) = producer.poll_output() {
+//!         match output {
+//!             Output::Transmit(Transmit::Connect { conn, addr }) => {
+//!                 assert_eq!(addr.to_string(), "broker:9092");
+//!                 conns.insert(conn, cluster.connection());
+//!                 producer.handle_connected(conn, now);
+//!             }
+//!             Output::Transmit(Transmit::Send { conn, bytes }) => {
+//!                 let reply = conns.get_mut(&conn).unwrap().receive(&bytes).unwrap();
+//!                 producer.handle_received(conn, &reply.bytes, now);
+//!             }
+//!             Output::Transmit(Transmit::Close { conn }) => drop(conns.remove(&conn)),
+//!             Output::Event(ProducerEvent::Outcome(t, outcome)) if t == token => break 'run outcome,
+//!             Output::Event(_) => {}
+//!         }
+//!     }
+//!     now = producer.poll_timeout().expect("work is pending"); // jump virtual time
+//!     producer.handle_timeout(now);
+//! };
+//! assert!(matches!(outcome, Outcome::Delivered { offset: Some(0), .. }));
+//! assert!(now.as_nanos() >= 5_000_000, "linger.ms (5) passed in virtual time");
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -21,4 +70,5 @@ pub mod time;
 
 pub use config::{Acks, ConfigError, ProducerConfig};
 pub use kafka_proto as proto;
+pub use producer::Producer;
 pub use time::Instant;

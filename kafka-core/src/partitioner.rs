@@ -74,23 +74,24 @@ impl StickyPartitioner {
 
     /// The partition for the next keyless record of `topic`.
     ///
-    /// `available` lists the partitions with a leader, `queue_len(p)` is how many batches wait
-    /// for partition `p`. An unavailable sticky partition is replaced at once.
+    /// `available(p)` says whether partition `p` has a leader (if none has, any may be chosen),
+    /// `queue_len(p)` is how many batches wait for it. An unavailable sticky partition is
+    /// replaced at once.
     pub fn partition(
         &mut self,
         topic: &str,
         partitions: u32,
-        available: &[u32],
+        available: impl Fn(u32) -> bool,
         queue_len: impl Fn(u32) -> usize,
     ) -> u32 {
         if let Some(s) = self.topics.get(topic) {
-            if s.partition < partitions
-                && (available.is_empty() || available.contains(&s.partition))
-            {
+            if s.partition < partitions && available(s.partition) {
                 return s.partition;
             }
         }
-        let p = self.pick(partitions, available, &queue_len);
+        // Switching is rare (once per batch.size bytes): only now list the candidates.
+        let available: Vec<u32> = (0..partitions).filter(|p| available(*p)).collect();
+        let p = self.pick(partitions, &available, &queue_len);
         self.topics.insert(
             topic.to_owned(),
             Sticky {
@@ -183,16 +184,16 @@ mod tests {
     #[test]
     fn sticky_until_batch_size_then_switches() {
         let mut p = StickyPartitioner::new(100, false, 7);
-        let first = p.partition("t", 6, &[], |_| 0);
+        let first = p.partition("t", 6, |_| true, |_| 0);
         for _ in 0..9 {
-            assert_eq!(p.partition("t", 6, &[], |_| 0), first);
+            assert_eq!(p.partition("t", 6, |_| true, |_| 0), first);
             p.on_append("t", first, 10, false);
         }
         // 90 bytes: still sticky; 100 bytes with a new batch: switch on the next record.
         p.on_append("t", first, 10, true);
         let mut seen = std::collections::BTreeSet::new();
         for _ in 0..200 {
-            let q = p.partition("t", 6, &[], |_| 0);
+            let q = p.partition("t", 6, |_| true, |_| 0);
             seen.insert(q);
             p.on_append("t", q, 250, false); // > 2 x batch.size: always switches
         }
@@ -204,14 +205,14 @@ mod tests {
         let mut p = StickyPartitioner::new(1, true, 3);
         let mut counts = [0u32; 3];
         for _ in 0..3000 {
-            let q = p.partition("t", 3, &[0, 1, 2], |p| if p == 2 { 10 } else { 0 });
+            let q = p.partition("t", 3, |_| true, |p| if p == 2 { 10 } else { 0 });
             counts[q as usize] += 1;
             p.on_append("t", q, 10, true);
         }
         // Weights 11 : 11 : 1.
         assert!(counts[2] * 5 < counts[0], "{counts:?}");
         for _ in 0..50 {
-            let q = p.partition("t", 3, &[1], |_| 0);
+            let q = p.partition("t", 3, |p| p == 1, |_| 0);
             assert_eq!(q, 1);
             p.on_append("t", q, 10, true);
         }
@@ -223,7 +224,7 @@ mod tests {
             let mut p = StickyPartitioner::new(1, true, seed);
             (0..50)
                 .map(|_| {
-                    let q = p.partition("t", 12, &[], |p| p as usize % 3);
+                    let q = p.partition("t", 12, |_| true, |p| p as usize % 3);
                     p.on_append("t", q, 5, true);
                     q
                 })

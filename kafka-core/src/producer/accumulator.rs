@@ -162,15 +162,18 @@ impl Accumulator {
             .map(|(k, v)| (k.as_str(), v.as_deref()))
             .collect();
         let (key, value) = (r.key.as_deref(), r.value.as_deref());
-        let queue = self.queues.entry(tp.clone()).or_default();
+        // Look up before inserting: `entry` would clone the key on every append.
+        let queue = match self.queues.get_mut(tp) {
+            Some(q) => q,
+            None => self.queues.entry(tp.clone()).or_default(),
+        };
         if let Some(last) = queue.back_mut() {
             if let (false, Some(b)) = (last.full, last.builder.as_mut()) {
-                let add = b.record_size(r.timestamp, key, value, &headers);
-                let projected = ((b.size() + add) as f64 * self.ratio) as usize;
-                if projected <= self.batch_size.max(BATCH_HEADER_LEN + add)
-                    && b.size() + add <= last.reserved
-                {
-                    b.append(r.timestamp, key, value, &headers);
+                // Stay within the reserved block, and within batch.size after the estimated
+                // compression ratio.
+                let by_ratio = (self.batch_size as f64 / self.ratio) as usize;
+                let limit = last.reserved.min(by_ratio.max(BATCH_HEADER_LEN));
+                if let Some(add) = b.append_within(limit, r.timestamp, key, value, &headers) {
                     last.records.push(RecordMeta {
                         token,
                         timestamp: r.timestamp,

@@ -156,7 +156,7 @@ impl Producer {
     }
 
     pub(super) fn resolve(&mut self, token: RecordToken, outcome: Outcome) {
-        if self.outstanding.remove(&token.0) {
+        if self.outstanding.remove(token.0) {
             self.events
                 .push_back(ProducerEvent::Outcome(token, outcome));
         }

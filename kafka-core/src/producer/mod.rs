@@ -8,9 +8,10 @@
 
 mod accumulator;
 mod completion;
+mod tokens;
 mod types;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use kafka_proto::api::ResponseBody;
 use kafka_proto::messages::init_producer_id_request::InitProducerIdRequest;
@@ -79,7 +80,7 @@ pub struct Producer {
     now: Instant,
     events: VecDeque<ProducerEvent>,
     next_token: u64,
-    outstanding: BTreeSet<u64>,
+    outstanding: tokens::Outstanding,
     flushes: Vec<(FlushToken, u64)>,
     next_flush: u64,
     pending: VecDeque<Pending>,
@@ -126,7 +127,7 @@ impl Producer {
             now: Instant::ZERO,
             events: VecDeque::new(),
             next_token: 0,
-            outstanding: BTreeSet::new(),
+            outstanding: tokens::Outstanding::default(),
             flushes: Vec::new(),
             next_flush: 0,
             pending: VecDeque::new(),
@@ -173,13 +174,21 @@ impl Producer {
         }
         let token = RecordToken(self.next_token);
         self.metadata.use_topic(&record.topic, now);
-        if self.metadata.topic(&record.topic).is_some() {
-            self.append(token, record, now + self.cfg.delivery_timeout)
-                .map_err(|_| SendError::BufferFull)?;
+        // Outstanding before appending: an append may resolve the token at once.
+        self.outstanding.insert(token.0);
+        let wake = if self.metadata.topic(&record.topic).is_some() {
+            match self.append(token, record, now + self.cfg.delivery_timeout) {
+                Ok(wake) => wake,
+                Err(NoMemory) => {
+                    self.outstanding.remove(token.0);
+                    return Err(SendError::BufferFull);
+                }
+            }
         } else {
             // Wait (up to max.block.ms) for the topic's metadata, holding its memory meanwhile.
             if self.acc.pool.used + size > self.acc.pool.total {
                 self.acc.pool.waiters = true;
+                self.outstanding.remove(token.0);
                 return Err(SendError::BufferFull);
             }
             self.acc.pool.used += size;
@@ -189,20 +198,25 @@ impl Producer {
                 deadline: now + self.cfg.max_block,
                 size,
             });
-        }
+            true
+        };
         self.next_token += 1;
-        self.outstanding.insert(token.0);
-        self.drive(now);
+        // Only a new batch (or a full one, which opens a new one) wakes the sender; appending
+        // to an open batch changes nothing it would act on.
+        if wake {
+            self.drive(now);
+        }
         Ok(token)
     }
 
-    /// Partitions and appends a record whose topic metadata is known.
+    /// Partitions and appends a record whose topic metadata is known. Returns whether the
+    /// sender should wake (a new batch opened, or the record resolved at once).
     fn append(
         &mut self,
         token: RecordToken,
         r: ProducerRecord,
         deadline: Instant,
-    ) -> Result<(), NoMemory> {
+    ) -> Result<bool, NoMemory> {
         let topic = self
             .metadata
             .topic(&r.topic)
@@ -222,35 +236,30 @@ impl Producer {
                         certainty: Certainty::NotSent,
                     },
                 );
-                return Ok(());
+                return Ok(true);
             }
             (Some(p), _) => p,
             (None, Some(key)) if !self.cfg.partitioner_ignore_keys => {
                 partition_for_key(key, count) as i32
             }
             (None, _) => {
-                let available: Vec<u32> = (0..count)
-                    .filter(|p| topic.partitions[*p as usize].leader.is_some())
-                    .collect();
-                let acc = &self.acc;
-                let topic_name = r.topic.clone();
+                let (acc, parts) = (&self.acc, &topic.partitions);
+                let available = |p: u32| parts[p as usize].leader.is_some();
+                // Queue lengths are read only when switching partitions, so the key is built then.
+                let queue_len = |p: u32| acc.queue_len(&(r.topic.clone(), p as i32));
                 self.partitioner
-                    .partition(&r.topic, count, &available, |p| {
-                        acc.queue_len(&(topic_name.clone(), p as i32))
-                    }) as i32
+                    .partition(&r.topic, count, available, queue_len) as i32
             }
         };
-        let tp = (r.topic.clone(), partition);
+        // The record is ours: move its topic into the key instead of cloning it.
+        let mut r = r;
+        let tp = (std::mem::take(&mut r.topic), partition);
         let appended = self.acc.append(&tp, &r, token, self.now, deadline)?;
         if r.partition.is_none() && (r.key.is_none() || self.cfg.partitioner_ignore_keys) {
-            self.partitioner.on_append(
-                &r.topic,
-                partition as u32,
-                appended.bytes,
-                appended.new_batch,
-            );
+            self.partitioner
+                .on_append(&tp.0, partition as u32, appended.bytes, appended.new_batch);
         }
-        Ok(())
+        Ok(appended.new_batch)
     }
 
     /// Asks for every record sent so far to complete; [`ProducerEvent::FlushComplete`] follows.
@@ -704,7 +713,7 @@ impl Producer {
     }
 
     fn finish_flushes_and_close(&mut self, now: Instant) {
-        let lowest = self.outstanding.first().copied().unwrap_or(u64::MAX);
+        let lowest = self.outstanding.first().unwrap_or(u64::MAX);
         let (done, waiting): (Vec<_>, Vec<_>) = self
             .flushes
             .drain(..)

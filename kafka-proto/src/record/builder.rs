@@ -135,6 +135,31 @@ impl BatchBuilder {
         n
     }
 
+    /// Appends a record only if the batch stays within `limit` bytes (header included);
+    /// returns the bytes it added. One size computation serves both the check and the write.
+    pub fn append_within(
+        &mut self,
+        limit: usize,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) -> Option<usize> {
+        let first = self.count == 0;
+        let body = if first {
+            // The first record's timestamp delta is 0 whatever its timestamp.
+            self.body_len(self.base_timestamp, key, value, headers)
+        } else {
+            self.body_len(timestamp, key, value, headers)
+        };
+        let add = varint_len(body as i32) + body;
+        if self.buf.len() + add > limit && !first {
+            return None;
+        }
+        self.write_record(body, timestamp, key, value, headers);
+        Some(add)
+    }
+
     /// Appends a record with a CreateTime `timestamp` (epoch ms); returns its offset delta.
     pub fn append(
         &mut self,
@@ -147,6 +172,20 @@ impl BatchBuilder {
             self.base_timestamp = timestamp;
         }
         let body = self.body_len(timestamp, key, value, headers);
+        self.write_record(body, timestamp, key, value, headers)
+    }
+
+    fn write_record(
+        &mut self,
+        body: usize,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) -> i32 {
+        if self.count == 0 {
+            self.base_timestamp = timestamp;
+        }
         let offset_delta = self.count;
         let buf = &mut self.buf;
         buf.reserve(body + 5);

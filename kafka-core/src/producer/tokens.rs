@@ -1,0 +1,80 @@
+//! The set of unresolved record tokens. Tokens are issued in order and mostly resolve in
+//! order, so a ring of flags gives O(1) insert and remove and the lowest outstanding token
+//! (what a flush waits for) without a tree.
+
+use std::collections::VecDeque;
+
+#[derive(Debug, Default)]
+pub(crate) struct Outstanding {
+    /// The token of `flags[0]`.
+    base: u64,
+    /// Whether each token from `base` on is still unresolved.
+    flags: VecDeque<bool>,
+    count: usize,
+}
+
+impl Outstanding {
+    /// Adds the next token; tokens must be added in increasing order.
+    pub fn insert(&mut self, token: u64) {
+        if self.flags.is_empty() {
+            self.base = token;
+        }
+        let index = (token - self.base) as usize;
+        while self.flags.len() < index {
+            self.flags.push_back(false);
+        }
+        self.flags.push_back(true);
+        self.count += 1;
+    }
+
+    /// Removes a token; false if it was not outstanding.
+    pub fn remove(&mut self, token: u64) -> bool {
+        let Some(i) = token.checked_sub(self.base) else {
+            return false;
+        };
+        match self.flags.get_mut(i as usize) {
+            Some(f) if *f => *f = false,
+            _ => return false,
+        }
+        self.count -= 1;
+        while self.flags.front() == Some(&false) {
+            self.flags.pop_front();
+            self.base += 1;
+        }
+        true
+    }
+
+    /// The lowest unresolved token.
+    pub fn first(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.base)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outstanding;
+
+    #[test]
+    fn tracks_the_lowest_unresolved_token() {
+        let mut o = Outstanding::default();
+        for t in 10..20 {
+            o.insert(t);
+        }
+        assert_eq!(o.first(), Some(10));
+        assert!(o.remove(12) && !o.remove(12) && !o.remove(3) && !o.remove(99));
+        assert!(o.remove(10));
+        assert_eq!(o.first(), Some(11));
+        assert!(o.remove(11));
+        assert_eq!(o.first(), Some(13), "12 was already gone");
+        for t in 13..20 {
+            assert!(o.remove(t));
+        }
+        assert!(o.is_empty() && o.first().is_none());
+        o.insert(25);
+        assert_eq!(o.first(), Some(25));
+    }
+}
