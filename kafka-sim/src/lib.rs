@@ -7,5 +7,5 @@ pub mod scripted;
 pub mod single;
 
 pub use kafka_proto as proto;
-pub use scripted::{Output, Reply, ScriptedBroker};
+pub use scripted::{Output, Reply, ScriptedBroker, SimTime};
 pub use single::SingleBroker;

@@ -21,6 +21,9 @@ pub enum Reply {
     Close,
     /// Never answer (the client's request timeout must fire).
     Ignore,
+    /// Answer after this long (a long-polling Fetch, a slow broker). Responses on a connection
+    /// stay in request order, as a broker sends them, so later ones wait behind it.
+    After(std::time::Duration, Box<Reply>),
 }
 
 /// The broker's output after being fed bytes.
@@ -34,6 +37,9 @@ pub struct Output {
 
 type Handler = Box<dyn FnMut(&RequestHeader, &RequestBody) -> Reply + Send>;
 
+/// Virtual time as the broker sees it: time since the simulation started.
+pub type SimTime = std::time::Duration;
+
 /// One broker connection driven by a script.
 pub struct ScriptedBroker {
     versions: Vec<(i16, i16, i16)>,
@@ -41,6 +47,9 @@ pub struct ScriptedBroker {
     handler: Handler,
     requests: Vec<(RequestHeader, RequestBody)>,
     closed: bool,
+    now: SimTime,
+    /// Encoded responses not yet due, in send order: (due, bytes, close after).
+    queued: std::collections::VecDeque<(SimTime, Bytes, bool)>,
 }
 
 impl std::fmt::Debug for ScriptedBroker {
@@ -67,6 +76,8 @@ impl ScriptedBroker {
             handler: Box::new(handler),
             requests: Vec::new(),
             closed: false,
+            now: SimTime::ZERO,
+            queued: Default::default(),
         }
     }
 
@@ -87,11 +98,10 @@ impl ScriptedBroker {
         self.closed
     }
 
-    /// Feeds bytes the client sent; returns what the broker writes back.
+    /// Feeds bytes the client sent; returns what the broker writes back now.
     ///
     /// A malformed request closes the connection, as Kafka brokers do.
     pub fn receive(&mut self, data: &[u8]) -> Result<Output, DecodeError> {
-        let mut out = BytesMut::new();
         if self.closed {
             return Ok(Output {
                 bytes: Bytes::new(),
@@ -110,22 +120,61 @@ impl ScriptedBroker {
             let reply = self.reply(&header, &body);
             self.requests.push((header.clone(), body));
             let key = ApiKey::from_i16(header.api_key).expect("decode_request checked the key");
+            let mut delay = SimTime::ZERO;
+            let mut reply = reply;
+            while let Reply::After(d, inner) = reply {
+                delay += d;
+                reply = *inner;
+            }
+            // Never earlier than a response queued before it.
+            let due = (self.now + delay).max(self.queued.back().map_or(SimTime::ZERO, |q| q.0));
             let (resp, version) = match reply {
                 Reply::Respond(r) => (r, header.api_version),
                 Reply::RespondAt(r, v) => (r, v),
                 Reply::Ignore => continue,
                 Reply::Close => {
-                    self.closed = true;
+                    self.queued.push_back((due, Bytes::new(), true));
                     break;
                 }
+                Reply::After(..) => unreachable!("unwrapped above"),
             };
+            let mut out = BytesMut::new();
             encode_response(&mut out, key, version, header.correlation_id, &resp)
                 .expect("a scripted response must encode at its version");
+            self.queued.push_back((due, out.freeze(), false));
         }
-        Ok(Output {
+        Ok(self.take_due())
+    }
+
+    /// Moves the broker's clock to `now` and returns the responses that became due.
+    pub fn advance(&mut self, now: SimTime) -> Output {
+        self.now = self.now.max(now);
+        self.take_due()
+    }
+
+    /// When the next queued response is due, if any.
+    pub fn next_due(&self) -> Option<SimTime> {
+        self.queued.front().map(|q| q.0)
+    }
+
+    fn take_due(&mut self) -> Output {
+        let mut out = BytesMut::new();
+        while let Some((due, _, _)) = self.queued.front() {
+            if *due > self.now {
+                break;
+            }
+            let (_, bytes, close) = self.queued.pop_front().expect("checked");
+            out.extend_from_slice(&bytes);
+            if close {
+                self.closed = true;
+                self.queued.clear();
+                break;
+            }
+        }
+        Output {
             bytes: out.freeze(),
             closed: self.closed,
-        })
+        }
     }
 
     fn reply(&mut self, header: &RequestHeader, body: &RequestBody) -> Reply {

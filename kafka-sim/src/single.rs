@@ -1,13 +1,21 @@
-//! A one-node cluster with an in-memory log: enough to produce to in examples, doctests and
-//! users' own simulations. Topics are created on first use; idempotent producers are
-//! deduplicated by sequence, as a real broker does.
+//! A one-node cluster with an in-memory log: enough to produce to and fetch from in examples,
+//! doctests and users' own simulations. Topics are created on first use, idempotent producers
+//! are deduplicated by sequence, and an empty Fetch long-polls for its `max_wait_ms`, all as a
+//! real broker does.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use kafka_proto::api::{RequestBody, ResponseBody};
+use kafka_proto::messages::fetch_request::FetchRequest;
+use kafka_proto::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
 use kafka_proto::messages::init_producer_id_response::InitProducerIdResponse;
+use kafka_proto::messages::list_offsets_request::ListOffsetsRequest;
+use kafka_proto::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsResponse, ListOffsetsTopicResponse,
+};
 use kafka_proto::messages::metadata_response::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -23,12 +31,19 @@ use crate::scripted::{Reply, ScriptedBroker};
 /// A stored record: key and value.
 pub type StoredRecord = (Option<Bytes>, Option<Bytes>);
 
+/// One partition's log: whole batches with broker-assigned base offsets.
+#[derive(Debug, Clone, Default)]
+struct Log {
+    batches: Vec<(i64, Bytes)>,
+    end: i64,
+}
+
 #[derive(Debug, Default)]
 struct State {
     host: String,
     port: i32,
     partitions: usize,
-    topics: BTreeMap<String, (Uuid, Vec<Vec<StoredRecord>>)>,
+    topics: BTreeMap<String, (Uuid, Vec<Log>)>,
     next_seq: BTreeMap<(i64, Uuid, i32), i32>,
     next_producer_id: i64,
 }
@@ -75,6 +90,20 @@ impl SingleBroker {
                     Some(resp) => Reply::Respond(ResponseBody::Produce(resp)),
                     None => Reply::Ignore, // acks=0: no response
                 },
+                RequestBody::ListOffsets(req) => {
+                    Reply::Respond(ResponseBody::ListOffsets(s.list_offsets(req)))
+                }
+                RequestBody::Fetch(req) => {
+                    let (resp, empty) = s.fetch(req);
+                    let body = Reply::Respond(ResponseBody::Fetch(resp));
+                    if empty {
+                        // Long-poll: with nothing to return, wait out max_wait_ms.
+                        let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64);
+                        Reply::After(wait, Box::new(body))
+                    } else {
+                        body
+                    }
+                }
                 // Anything else is beyond this small broker: close, as a broker does on a
                 // request it cannot handle.
                 _ => Reply::Close,
@@ -85,24 +114,38 @@ impl SingleBroker {
     /// The records of one partition, in offset order.
     pub fn records(&self, topic: &str, partition: usize) -> Vec<StoredRecord> {
         let s = self.state.lock().expect("not poisoned");
-        s.topics
-            .get(topic)
-            .and_then(|t| t.1.get(partition))
-            .cloned()
-            .unwrap_or_default()
+        let Some(log) = s.topics.get(topic).and_then(|t| t.1.get(partition)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (_, batch) in &log.batches {
+            for b in RecordBatches::new(batch.clone()).flatten() {
+                for r in b.records().into_iter().flatten().flatten() {
+                    out.push((r.key, r.value));
+                }
+            }
+        }
+        out
     }
 }
 
 impl State {
-    fn topic(&mut self, name: &str) -> &mut (Uuid, Vec<Vec<StoredRecord>>) {
+    fn topic(&mut self, name: &str) -> &mut (Uuid, Vec<Log>) {
         let n = self.topics.len() as u128;
         let partitions = self.partitions;
         self.topics.entry(name.to_owned()).or_insert_with(|| {
             (
                 Uuid::from_u128(0x5157_0000 + n + 1),
-                vec![Vec::new(); partitions],
+                vec![Log::default(); partitions],
             )
         })
+    }
+
+    fn by_id(&self, id: Uuid) -> Option<String> {
+        self.topics
+            .iter()
+            .find(|(_, v)| v.0 == id)
+            .map(|(k, _)| k.clone())
     }
 
     fn metadata(
@@ -154,13 +197,13 @@ impl State {
             let name = if t.topic_id.is_nil() {
                 t.name.clone()
             } else {
-                let found = self.topics.iter().find(|(_, v)| v.0 == t.topic_id);
-                found.map(|(k, _)| k.clone()).unwrap_or_default()
+                self.by_id(t.topic_id).unwrap_or_default()
             };
-            let mut parts = Vec::new();
-            for p in &t.partition_data {
-                parts.push(self.append(&name, p.index, p.records.clone().unwrap_or_default()));
-            }
+            let parts = t
+                .partition_data
+                .iter()
+                .map(|p| self.append(&name, p.index, p.records.clone().unwrap_or_default()))
+                .collect();
             responses.push(TopicProduceResponse {
                 name: t.name.clone(),
                 topic_id: t.topic_id,
@@ -180,12 +223,11 @@ impl State {
             base_offset: -1,
             ..Default::default()
         };
-        let (id, parts) = self.topic(topic).clone();
-        if partition < 0 || partition as usize >= parts.len() {
+        let id = self.topic(topic).0;
+        if partition < 0 || partition as usize >= self.partitions {
             resp.error_code = 3; // UNKNOWN_TOPIC_OR_PARTITION
             return resp;
         }
-        let mut base = None;
         for batch in RecordBatches::new(data) {
             let Ok(batch) = batch else {
                 resp.error_code = 2; // CORRUPT_MESSAGE
@@ -194,27 +236,142 @@ impl State {
             if batch.producer_id >= 0 {
                 let key = (batch.producer_id, id, partition);
                 let expected = *self.next_seq.get(&key).unwrap_or(&0);
-                if batch.base_sequence < expected {
-                    resp.error_code = 46; // DUPLICATE_SEQUENCE_NUMBER
-                    return resp;
-                }
-                if batch.base_sequence > expected {
-                    resp.error_code = 45; // OUT_OF_ORDER_SEQUENCE_NUMBER
+                if batch.base_sequence != expected {
+                    // 46 DUPLICATE_SEQUENCE_NUMBER, 45 OUT_OF_ORDER_SEQUENCE_NUMBER
+                    resp.error_code = if batch.base_sequence < expected {
+                        46
+                    } else {
+                        45
+                    };
                     return resp;
                 }
                 self.next_seq.insert(key, expected + batch.record_count);
             }
-            let Ok(records) = batch.records() else {
-                resp.error_code = 2;
-                return resp;
-            };
             let log = &mut self.topic(topic).1[partition as usize];
-            base.get_or_insert(log.len() as i64);
-            for r in records.flatten() {
-                log.push((r.key, r.value));
+            // The broker assigns offsets: base offset and leader epoch sit before the crc's range.
+            let mut stored = BytesMut::from(&batch.as_bytes()[..]);
+            stored[0..8].copy_from_slice(&log.end.to_be_bytes());
+            stored[12..16].copy_from_slice(&0i32.to_be_bytes());
+            if resp.base_offset < 0 {
+                resp.base_offset = log.end;
             }
+            log.batches.push((log.end, stored.freeze()));
+            log.end += i64::from(batch.last_offset_delta) + 1;
         }
-        resp.base_offset = base.unwrap_or(-1);
         resp
+    }
+
+    fn list_offsets(&mut self, req: &ListOffsetsRequest) -> ListOffsetsResponse {
+        let topics = req
+            .topics
+            .iter()
+            .map(|t| {
+                let partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let mut r = ListOffsetsPartitionResponse {
+                            partition_index: p.partition_index,
+                            timestamp: -1,
+                            ..Default::default()
+                        };
+                        match self.topic(&t.name).1.get(p.partition_index.max(0) as usize) {
+                            None => r.error_code = 3,
+                            Some(log) => {
+                                r.offset = match p.timestamp {
+                                    -2 => 0,       // earliest
+                                    -1 => log.end, // latest
+                                    ts => log
+                                        .batches
+                                        .iter()
+                                        .find(|(_, b)| {
+                                            RecordBatches::new(b.clone())
+                                                .flatten()
+                                                .any(|b| b.max_timestamp >= ts)
+                                        })
+                                        .map_or(-1, |(base, _)| *base),
+                                };
+                            }
+                        }
+                        r
+                    })
+                    .collect();
+                ListOffsetsTopicResponse {
+                    name: t.name.clone(),
+                    partitions,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        ListOffsetsResponse {
+            topics,
+            ..Default::default()
+        }
+    }
+
+    /// Answers a fetch; true if it carries no records (so it should long-poll).
+    fn fetch(&mut self, req: &FetchRequest) -> (FetchResponse, bool) {
+        let mut empty = true;
+        let mut budget = req.max_bytes.max(0) as usize;
+        let mut responses = Vec::new();
+        for t in &req.topics {
+            let name = if t.topic_id.is_nil() {
+                t.topic.clone()
+            } else {
+                self.by_id(t.topic_id).unwrap_or_default()
+            };
+            let mut partitions = Vec::new();
+            for p in &t.partitions {
+                let mut data = PartitionData {
+                    partition_index: p.partition,
+                    ..Default::default()
+                };
+                let logs = &self.topic(&name).1;
+                match logs.get(p.partition.max(0) as usize) {
+                    None => data.error_code = 3,
+                    Some(log) if p.fetch_offset < 0 || p.fetch_offset > log.end => {
+                        data.error_code = 1
+                    }
+                    Some(log) => {
+                        data.high_watermark = log.end;
+                        data.last_stable_offset = log.end;
+                        data.log_start_offset = 0;
+                        let mut out = BytesMut::new();
+                        let limit = (p.partition_max_bytes.max(0) as usize).min(budget);
+                        for (base, batch) in &log.batches {
+                            let next = RecordBatches::new(batch.clone())
+                                .flatten()
+                                .map(|b| b.next_offset())
+                                .next();
+                            if next.is_some_and(|n| n <= p.fetch_offset) || *base < 0 {
+                                continue;
+                            }
+                            // KIP-74: the first batch goes whole even past the limit.
+                            if !out.is_empty() && out.len() + batch.len() > limit {
+                                break;
+                            }
+                            out.extend_from_slice(batch);
+                        }
+                        budget = budget.saturating_sub(out.len());
+                        empty &= out.is_empty();
+                        data.records = Some(out.freeze());
+                    }
+                }
+                partitions.push(data);
+            }
+            responses.push(FetchableTopicResponse {
+                topic: t.topic.clone(),
+                topic_id: t.topic_id,
+                partitions,
+                ..Default::default()
+            });
+        }
+        (
+            FetchResponse {
+                responses,
+                ..Default::default()
+            },
+            empty,
+        )
     }
 }
