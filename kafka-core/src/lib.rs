@@ -61,6 +61,7 @@
 
 pub mod backoff;
 pub mod config;
+pub mod fetcher;
 pub mod metadata;
 pub mod net;
 pub mod partitioner;

@@ -1,11 +1,13 @@
 //! Client configuration with Java's key names and defaults: typed values, parsing from a string
 //! map, and errors that name the key and the rule it broke.
 
+mod consumer;
 mod parse;
 mod producer;
 
 use thiserror::Error;
 
+pub use consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 pub use parse::HostPort;
 pub use producer::{Acks, MetadataRecoveryStrategy, ProducerConfig, ProducerConfigBuilder};
 

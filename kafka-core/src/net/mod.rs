@@ -162,6 +162,20 @@ pub struct NetConfig {
 }
 
 impl NetConfig {
+    /// The network settings of a consumer configuration.
+    pub fn from_consumer(c: &crate::config::ConsumerConfig) -> Self {
+        NetConfig {
+            client_id: c.client_id.clone(),
+            request_timeout: c.request_timeout,
+            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
+            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
+            max_idle: c.connections_max_idle,
+            // One fetch per broker at a time, plus room for metadata and offset lookups.
+            max_in_flight: 5,
+            seed: c.random_seed,
+        }
+    }
+
     /// The network settings of a producer configuration.
     pub fn from_producer(c: &ProducerConfig) -> Self {
         NetConfig {

@@ -1,0 +1,700 @@
+//! The assign-mode fetcher: reads assigned partitions from a chosen position (resolved with
+//! ListOffsets), fetching from each partition's leader, and hands records to the user as
+//! zero-copy slices of the response.
+//!
+//! - One Fetch at a time per broker, with `fetch.min.bytes`, `fetch.max.wait.ms`,
+//!   `fetch.max.bytes` and `max.partition.fetch.bytes`.
+//! - Batches are decompressed, control batches skipped, records before the position dropped
+//!   (a fetch returns whole batches), and a truncated last batch ends the partition's data.
+//! - The high watermark comes from Fetch (Tansu's ListOffsets "latest" is not the true end),
+//!   and reaching it is reported once as [`FetchEvent::EndOfPartition`].
+//! - OFFSET_OUT_OF_RANGE applies `auto.offset.reset`; leadership errors refresh metadata.
+//!
+//! Not yet: fetch sessions (KIP-227), read_committed filtering of aborted transactions, and a
+//! global prefetch budget; they come with consumer groups.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
+use kafka_proto::messages::fetch_response::FetchResponse;
+use kafka_proto::messages::list_offsets_request::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+};
+use kafka_proto::messages::list_offsets_response::ListOffsetsResponse;
+use kafka_proto::record::{Record, RecordBatches};
+use kafka_proto::{DecodeError, ErrorCode};
+
+use crate::backoff::Backoff;
+use crate::config::{ConsumerConfig, HostPort, OffsetReset};
+use crate::metadata::Metadata;
+use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, Transmit};
+use crate::producer::TopicPartition;
+use crate::rng::Rng;
+use crate::time::Instant;
+
+/// Where to start reading a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartFrom {
+    /// The oldest retained offset.
+    Earliest,
+    /// The end of the log.
+    Latest,
+    /// This offset.
+    Offset(i64),
+}
+
+/// Why a partition stopped or skipped data.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// The position is outside the log and `auto.offset.reset=none`.
+    #[error("offset {0} is out of range and auto.offset.reset is none; seek to a valid offset")]
+    OffsetOutOfRange(i64),
+    /// The broker returned an error that retrying will not fix.
+    #[error("the broker refused the fetch: {0}")]
+    Broker(ErrorCode),
+    /// A batch was corrupt (crc, lengths, decompression); the partition stopped at it.
+    #[error("corrupt data at offset {offset}: {error}")]
+    Corrupt {
+        /// The position where it was found.
+        offset: i64,
+        /// What was wrong.
+        error: DecodeError,
+    },
+}
+
+/// What the fetcher tells the user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FetchEvent {
+    /// Records, in offset order, for one partition.
+    Records {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The records (zero-copy slices of the fetched data).
+        records: Vec<Record>,
+        /// The partition's high watermark at the time of the fetch.
+        high_watermark: i64,
+    },
+    /// The position reached the high watermark: everything written so far was read.
+    EndOfPartition {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The position (= high watermark).
+        offset: i64,
+    },
+    /// A partition error.
+    Error {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// What went wrong.
+        error: FetchError,
+    },
+}
+
+/// What the fetcher asks of its driver.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// A network action.
+    Transmit(Transmit),
+    /// A user event.
+    Event(FetchEvent),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tag {
+    Metadata,
+    ListOffsets(Vec<TopicPartition>),
+    Fetch(NodeId, Vec<TopicPartition>),
+}
+
+#[derive(Debug, Clone)]
+struct Part {
+    position: Option<i64>,
+    /// Where a missing position comes from.
+    start: StartFrom,
+    high_watermark: i64,
+    busy: bool,
+    retry_at: Option<Instant>,
+    failures: u32,
+    paused: bool,
+    stopped: bool,
+    end_reported: bool,
+}
+
+/// The assign-mode fetcher state machine.
+#[derive(Debug)]
+pub struct Fetcher {
+    cfg: ConsumerConfig,
+    net: Network<Tag>,
+    metadata: Metadata,
+    parts: BTreeMap<TopicPartition, Part>,
+    fetching: BTreeSet<NodeId>,
+    events: VecDeque<FetchEvent>,
+    backoff: Backoff,
+    rng: Rng,
+    now: Instant,
+}
+
+const EARLIEST: i64 = -2;
+const LATEST: i64 = -1;
+
+impl Fetcher {
+    /// A fetcher. Nothing connects until partitions are assigned.
+    pub fn new(cfg: ConsumerConfig) -> Self {
+        let backoff = Backoff::new(cfg.retry_backoff, cfg.retry_backoff_max);
+        Fetcher {
+            net: Network::new(
+                NetConfig::from_consumer(&cfg),
+                cfg.bootstrap_servers.clone(),
+            ),
+            metadata: Metadata::new(
+                cfg.metadata_max_age,
+                std::time::Duration::MAX,
+                backoff,
+                cfg.random_seed,
+            ),
+            parts: BTreeMap::new(),
+            fetching: BTreeSet::new(),
+            events: VecDeque::new(),
+            backoff,
+            rng: Rng::new(cfg.random_seed ^ 0x6665_7463),
+            now: Instant::ZERO,
+            cfg,
+        }
+    }
+
+    /// Adds partitions to read, starting at `start`.
+    pub fn assign(
+        &mut self,
+        partitions: impl IntoIterator<Item = (String, i32)>,
+        start: StartFrom,
+        now: Instant,
+    ) {
+        for tp in partitions {
+            self.metadata.use_topic(&tp.0, now);
+            self.parts.insert(tp, Self::part(start));
+        }
+        self.drive(now);
+    }
+
+    fn part(start: StartFrom) -> Part {
+        Part {
+            position: match start {
+                StartFrom::Offset(o) => Some(o),
+                _ => None,
+            },
+            start,
+            high_watermark: -1,
+            busy: false,
+            retry_at: None,
+            failures: 0,
+            paused: false,
+            stopped: false,
+            end_reported: false,
+        }
+    }
+
+    /// Moves an assigned partition's position. A fetch in flight for it is discarded.
+    pub fn seek(&mut self, topic: &str, partition: i32, start: StartFrom, now: Instant) {
+        if let Some(p) = self.parts.get_mut(&(topic.to_owned(), partition)) {
+            let busy = p.busy;
+            *p = Self::part(start);
+            p.busy = busy;
+        }
+        self.drive(now);
+    }
+
+    /// Stops fetching a partition until [`Fetcher::resume`].
+    pub fn pause(&mut self, topic: &str, partition: i32) {
+        if let Some(p) = self.parts.get_mut(&(topic.to_owned(), partition)) {
+            p.paused = true;
+        }
+    }
+
+    /// Resumes a paused partition.
+    pub fn resume(&mut self, topic: &str, partition: i32, now: Instant) {
+        if let Some(p) = self.parts.get_mut(&(topic.to_owned(), partition)) {
+            p.paused = false;
+        }
+        self.drive(now);
+    }
+
+    /// The next offset to be read, once known.
+    pub fn position(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.parts.get(&(topic.to_owned(), partition))?.position
+    }
+
+    /// The last high watermark Fetch reported (-1 before the first response).
+    pub fn high_watermark(&self, topic: &str, partition: i32) -> i64 {
+        self.parts
+            .get(&(topic.to_owned(), partition))
+            .map_or(-1, |p| p.high_watermark)
+    }
+
+    /// The adapter connected a connection.
+    pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
+        self.net.handle_connected(conn, now);
+        self.drive(now);
+    }
+
+    /// The adapter could not connect.
+    pub fn handle_connect_failed(&mut self, conn: ConnId, now: Instant) {
+        self.net.handle_connect_failed(conn, now);
+        self.drive(now);
+    }
+
+    /// Bytes arrived.
+    pub fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant) {
+        self.net.handle_received(conn, data, now);
+        self.drive(now);
+    }
+
+    /// A connection closed.
+    pub fn handle_closed(&mut self, conn: ConnId, now: Instant) {
+        self.net.handle_closed(conn, now);
+        self.drive(now);
+    }
+
+    /// Time passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.net.handle_timeout(now);
+        self.drive(now);
+    }
+
+    /// The next output: network actions first, then events.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        if let Some(t) = self.net.poll_transmit() {
+            return Some(Output::Transmit(t));
+        }
+        self.events.pop_front().map(Output::Event)
+    }
+
+    /// When to call [`Fetcher::handle_timeout`] next. A pure query.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let future = |t: Instant| (t > self.now).then_some(t);
+        let retries = self
+            .parts
+            .values()
+            .filter_map(|p| p.retry_at)
+            .filter_map(future);
+        let refresh = self.metadata.next_refresh().and_then(future);
+        self.net
+            .poll_timeout()
+            .into_iter()
+            .chain(retries)
+            .chain(refresh)
+            .min()
+    }
+
+    fn drive(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        while let Some(e) = self.net.poll_event() {
+            self.on_event(e, now);
+        }
+        for (tp, p) in &mut self.parts {
+            self.metadata.use_topic(&tp.0, now);
+            if p.retry_at.is_some_and(|t| t <= now) {
+                p.retry_at = None;
+            }
+        }
+        if self.metadata.next_refresh().is_some_and(|t| t <= now) {
+            if let Some(conn) = self.net.least_loaded(now) {
+                if let Some(req) = self.metadata.poll_request(now) {
+                    if self.net.send(conn, &req, Tag::Metadata, true, now).is_err() {
+                        self.metadata.handle_failure(now);
+                    }
+                }
+            }
+        }
+        self.list_offsets(now);
+        self.fetch(now);
+    }
+
+    /// Partitions that may get a request now, grouped by leader.
+    fn by_leader(&mut self, want: impl Fn(&Part) -> bool) -> BTreeMap<NodeId, Vec<TopicPartition>> {
+        let mut out: BTreeMap<NodeId, Vec<TopicPartition>> = BTreeMap::new();
+        let mut unknown = false;
+        for (tp, p) in &self.parts {
+            if p.busy || p.paused || p.stopped || p.retry_at.is_some() || !want(p) {
+                continue;
+            }
+            match self.metadata.leader(&tp.0, tp.1) {
+                Some(node) => out.entry(node).or_default().push(tp.clone()),
+                None => unknown = true,
+            }
+        }
+        if unknown {
+            self.metadata.request_update();
+        }
+        out
+    }
+
+    fn list_offsets(&mut self, now: Instant) {
+        for (node, tps) in self.by_leader(|p| p.position.is_none()) {
+            let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
+                continue;
+            };
+            let mut topics: BTreeMap<String, ListOffsetsTopic> = BTreeMap::new();
+            for tp in &tps {
+                let timestamp = match self.parts[tp].start {
+                    StartFrom::Earliest => EARLIEST,
+                    _ => LATEST,
+                };
+                topics
+                    .entry(tp.0.clone())
+                    .or_insert_with(|| ListOffsetsTopic {
+                        name: tp.0.clone(),
+                        ..Default::default()
+                    })
+                    .partitions
+                    .push(ListOffsetsPartition {
+                        partition_index: tp.1,
+                        current_leader_epoch: -1,
+                        timestamp,
+                        ..Default::default()
+                    });
+            }
+            let req = ListOffsetsRequest {
+                replica_id: -1,
+                isolation_level: self.cfg.isolation_level.wire_value(),
+                topics: topics.into_values().collect(),
+                timeout_ms: self.cfg.request_timeout.as_millis().min(i32::MAX as u128) as i32,
+                ..Default::default()
+            };
+            if self
+                .net
+                .send(conn, &req, Tag::ListOffsets(tps.clone()), true, now)
+                .is_ok()
+            {
+                for tp in tps {
+                    self.parts.get_mut(&tp).expect("assigned").busy = true;
+                }
+            }
+        }
+    }
+
+    fn fetch(&mut self, now: Instant) {
+        for (node, tps) in self.by_leader(|p| p.position.is_some()) {
+            if self.fetching.contains(&node) {
+                continue;
+            }
+            let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
+                continue;
+            };
+            let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
+            for tp in &tps {
+                let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
+                topics
+                    .entry(tp.0.clone())
+                    .or_insert_with(|| FetchTopic {
+                        topic: tp.0.clone(),
+                        topic_id,
+                        ..Default::default()
+                    })
+                    .partitions
+                    .push(FetchPartition {
+                        partition: tp.1,
+                        fetch_offset: self.parts[tp].position.expect("filtered"),
+                        partition_max_bytes: self.cfg.max_partition_fetch_bytes,
+                        ..Default::default()
+                    });
+            }
+            let all_ids = topics.values().all(|t| !t.topic_id.is_nil());
+            let req = FetchRequest {
+                replica_id: -1,
+                max_wait_ms: self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32,
+                min_bytes: self.cfg.fetch_min_bytes,
+                max_bytes: self.cfg.fetch_max_bytes,
+                isolation_level: self.cfg.isolation_level.wire_value(),
+                session_id: 0,
+                session_epoch: -1, // no fetch session: a full fetch each time
+                topics: topics.into_values().collect(),
+                ..Default::default()
+            };
+            // Fetch v13+ names topics only by id.
+            let max_version = if all_ids { 18 } else { 12 };
+            let tag = Tag::Fetch(node, tps.clone());
+            if self
+                .net
+                .send_at_most(conn, &req, tag, true, max_version, now)
+                .is_ok()
+            {
+                self.fetching.insert(node);
+                for tp in tps {
+                    self.parts.get_mut(&tp).expect("assigned").busy = true;
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, e: NetEvent<Tag>, now: Instant) {
+        match e {
+            NetEvent::Response {
+                tag: Tag::Metadata,
+                body: ResponseBody::Metadata(resp),
+                ..
+            } => {
+                self.metadata.handle_response(&resp, now);
+                let nodes: Vec<(i32, HostPort)> = self
+                    .metadata
+                    .brokers()
+                    .iter()
+                    .map(|(k, v)| (*k, v.clone()))
+                    .collect();
+                self.net.update_nodes(nodes, now);
+            }
+            NetEvent::Failed {
+                tag: Tag::Metadata, ..
+            } => self.metadata.handle_failure(now),
+            NetEvent::Response {
+                tag: Tag::ListOffsets(tps),
+                body: ResponseBody::ListOffsets(resp),
+                ..
+            } => {
+                self.on_list_offsets(tps, resp, now);
+            }
+            NetEvent::Response {
+                tag: Tag::Fetch(node, tps),
+                body: ResponseBody::Fetch(resp),
+                version,
+                ..
+            } => {
+                self.fetching.remove(&node);
+                self.on_fetch(tps, resp, version, now);
+            }
+            NetEvent::Failed { tag, .. } => {
+                // The connection failed: find the leader again, then retry with backoff.
+                let tps = match tag {
+                    Tag::Fetch(node, tps) => {
+                        self.fetching.remove(&node);
+                        tps
+                    }
+                    Tag::ListOffsets(tps) => tps,
+                    Tag::Metadata => unreachable!("handled above"),
+                };
+                self.metadata.request_update();
+                for tp in tps {
+                    self.retry_later(&tp, now);
+                }
+            }
+            NetEvent::Response { .. } => {
+                debug_assert!(false, "response type does not match its request")
+            }
+        }
+    }
+
+    fn retry_later(&mut self, tp: &TopicPartition, now: Instant) {
+        if let Some(p) = self.parts.get_mut(tp) {
+            p.busy = false;
+            p.retry_at = Some(now + self.backoff.delay(p.failures, &mut self.rng));
+            p.failures = p.failures.saturating_add(1);
+        }
+    }
+
+    fn partition_error(&mut self, tp: &TopicPartition, e: ErrorCode, now: Instant) {
+        if e.is_retriable()
+            || matches!(
+                e,
+                ErrorCode::FencedLeaderEpoch | ErrorCode::UnknownLeaderEpoch
+            )
+        {
+            // Leadership moved or is moving: refresh and try again.
+            self.metadata.request_update();
+            self.retry_later(tp, now);
+            return;
+        }
+        if let Some(p) = self.parts.get_mut(tp) {
+            p.busy = false;
+            p.stopped = true;
+        }
+        self.events.push_back(FetchEvent::Error {
+            topic: tp.0.clone(),
+            partition: tp.1,
+            error: FetchError::Broker(e),
+        });
+    }
+
+    fn on_list_offsets(
+        &mut self,
+        tps: Vec<TopicPartition>,
+        resp: ListOffsetsResponse,
+        now: Instant,
+    ) {
+        for tp in tps {
+            let found = resp
+                .topics
+                .iter()
+                .filter(|t| t.name == tp.0)
+                .flat_map(|t| &t.partitions)
+                .find(|p| p.partition_index == tp.1)
+                .map(|p| (p.error_code, p.offset));
+            match found {
+                Some((0, offset)) => {
+                    if let Some(p) = self.parts.get_mut(&tp) {
+                        p.busy = false;
+                        p.failures = 0;
+                        if p.position.is_none() {
+                            p.position = Some(offset);
+                        }
+                    }
+                }
+                Some((code, _)) => {
+                    let e = ErrorCode::from_code(code).expect("non-zero");
+                    self.partition_error(&tp, e, now);
+                }
+                None => self.retry_later(&tp, now),
+            }
+        }
+    }
+
+    fn on_fetch(
+        &mut self,
+        tps: Vec<TopicPartition>,
+        resp: FetchResponse,
+        version: i16,
+        now: Instant,
+    ) {
+        for tp in tps {
+            let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
+            let data = resp
+                .responses
+                .iter()
+                .filter(|t| {
+                    if version >= 13 {
+                        t.topic_id == topic_id
+                    } else {
+                        t.topic == tp.0
+                    }
+                })
+                .flat_map(|t| &t.partitions)
+                .find(|p| p.partition_index == tp.1);
+            let Some(data) = data else {
+                self.retry_later(&tp, now);
+                continue;
+            };
+            let Some(part) = self.parts.get_mut(&tp) else {
+                continue;
+            };
+            part.busy = false;
+            match ErrorCode::from_code(data.error_code) {
+                None => {}
+                Some(ErrorCode::OffsetOutOfRange) => {
+                    let offset = part.position.unwrap_or(-1);
+                    match self.cfg.auto_offset_reset {
+                        OffsetReset::Earliest => *part = Self::part(StartFrom::Earliest),
+                        OffsetReset::Latest => *part = Self::part(StartFrom::Latest),
+                        OffsetReset::None => {
+                            part.stopped = true;
+                            self.events.push_back(FetchEvent::Error {
+                                topic: tp.0.clone(),
+                                partition: tp.1,
+                                error: FetchError::OffsetOutOfRange(offset),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                Some(e) => {
+                    if data.current_leader.leader_id >= 0 {
+                        let hint = &data.current_leader;
+                        self.metadata.apply_leader_hint(
+                            &tp.0,
+                            tp.1,
+                            hint.leader_id,
+                            hint.leader_epoch,
+                            None,
+                        );
+                    }
+                    self.partition_error(&tp, e, now);
+                    continue;
+                }
+            }
+            part.high_watermark = data.high_watermark;
+            part.failures = 0;
+            let Some(mut position) = part.position else {
+                continue;
+            };
+            let mut records = Vec::new();
+            let mut corrupt = None;
+            let raw = data.records.clone().unwrap_or_default();
+            for batch in RecordBatches::new(raw) {
+                let batch = match batch {
+                    Ok(b) => b,
+                    Err(error) => {
+                        corrupt = Some(error);
+                        break;
+                    }
+                };
+                if batch.next_offset() <= position {
+                    continue; // a fetch starts at the batch holding the position
+                }
+                if !batch.is_control() {
+                    let iter = match batch.records() {
+                        Ok(it) => it,
+                        Err(error) => {
+                            corrupt = Some(error);
+                            break;
+                        }
+                    };
+                    for r in iter {
+                        match r {
+                            Ok(r) if r.offset >= position => records.push(r),
+                            Ok(_) => {}
+                            Err(error) => {
+                                corrupt = Some(error);
+                                break;
+                            }
+                        }
+                    }
+                    if corrupt.is_some() {
+                        break;
+                    }
+                }
+                position = batch.next_offset();
+            }
+            // Records already read stay read, even if a later batch was corrupt.
+            let read_any = !records.is_empty();
+            if let Some(last) = records.last() {
+                position = position.max(last.offset + 1);
+            }
+            part.position = Some(position);
+            if read_any {
+                part.end_reported = false;
+                self.events.push_back(FetchEvent::Records {
+                    topic: tp.0.clone(),
+                    partition: tp.1,
+                    records,
+                    high_watermark: data.high_watermark,
+                });
+            }
+            if let Some(error) = corrupt {
+                part.stopped = true;
+                self.events.push_back(FetchEvent::Error {
+                    topic: tp.0.clone(),
+                    partition: tp.1,
+                    error: FetchError::Corrupt {
+                        offset: position,
+                        error,
+                    },
+                });
+                continue;
+            }
+            if position >= data.high_watermark && !part.end_reported {
+                part.end_reported = true;
+                self.events.push_back(FetchEvent::EndOfPartition {
+                    topic: tp.0.clone(),
+                    partition: tp.1,
+                    offset: position,
+                });
+            }
+        }
+    }
+}
