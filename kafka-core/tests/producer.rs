@@ -35,6 +35,8 @@ enum Fault {
     WriteThenClose,
     /// Never answer.
     Ignore,
+    /// UNKNOWN_PRODUCER_ID with this log start offset (-1: unknown), forgetting the producer.
+    UnknownProducer(i64),
 }
 
 #[derive(Debug, Default)]
@@ -43,7 +45,10 @@ struct Cluster {
     leader: i32,
     leader_epoch: i32,
     log: BTreeMap<i32, Vec<Bytes>>,
-    next_seq: BTreeMap<(i64, i32), i32>,
+    /// (producer id, partition) -> (epoch, next sequence), as a broker keeps it.
+    next_seq: BTreeMap<(i64, i32), (i16, i32)>,
+    /// (epoch, base sequence) of every batch written.
+    written: Vec<(i16, i32)>,
     faults: VecDeque<Fault>,
     metadata_requests: usize,
     produce_requests: Vec<(i32, i16)>,
@@ -106,6 +111,13 @@ impl Cluster {
                             ..Default::default()
                         };
                     }
+                    Some(Fault::UnknownProducer(log_start)) => {
+                        resp.error_code = 59;
+                        resp.log_start_offset = *log_start;
+                        if *log_start >= 0 {
+                            self.next_seq.clear(); // retention removed the producer's state
+                        }
+                    }
                     _ if node != self.leader => resp.error_code = 6,
                     _ => {
                         let batch = RecordBatches::new(p.records.clone().unwrap())
@@ -113,7 +125,11 @@ impl Cluster {
                             .unwrap()
                             .unwrap();
                         let key = (batch.producer_id, p.index);
-                        let expected = *self.next_seq.get(&key).unwrap_or(&0);
+                        let (epoch, expected) = match self.next_seq.get(&key) {
+                            // A higher epoch starts the partition's sequences over.
+                            Some((e, n)) if *e == batch.producer_epoch => (*e, *n),
+                            _ => (batch.producer_epoch, 0),
+                        };
                         if batch.producer_id >= 0 && batch.base_sequence < expected {
                             resp.error_code = 46; // DUPLICATE_SEQUENCE_NUMBER
                         } else if batch.producer_id >= 0 && batch.base_sequence > expected {
@@ -124,8 +140,11 @@ impl Cluster {
                             for r in batch.records().unwrap() {
                                 log.push(r.unwrap().value.unwrap());
                             }
+                            self.written
+                                .push((batch.producer_epoch, batch.base_sequence));
                             if batch.producer_id >= 0 {
-                                self.next_seq.insert(key, expected + batch.record_count);
+                                self.next_seq
+                                    .insert(key, (epoch, expected + batch.record_count));
                             }
                         }
                     }
@@ -715,4 +734,100 @@ fn same_seed_same_run() {
     let a = run();
     assert_eq!(a, run(), "byte-identical transmits and events");
     assert!(a.len() > 10_000);
+}
+
+#[test]
+fn kip_360_unknown_producer_id_restarts_the_partition_under_a_new_epoch() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .push_back(Fault::UnknownProducer(0));
+    let t = h.send("after-loss");
+    h.ms(2000);
+    assert!(
+        matches!(
+            h.outcome(t),
+            Some(Outcome::Delivered {
+                offset: Some(1),
+                ..
+            })
+        ),
+        "{:?}",
+        h.events
+    );
+    let written = h.cluster.lock().unwrap().written.clone();
+    assert_eq!(
+        written,
+        [(0, 0), (1, 0)],
+        "epoch bumped locally, sequences restarted at 0"
+    );
+    let t2 = h.send("next");
+    h.ms(100);
+    assert!(matches!(h.outcome(t2), Some(Outcome::Delivered { .. })));
+    assert_eq!(h.cluster.lock().unwrap().written.last(), Some(&(1, 1)));
+}
+
+#[test]
+fn unknown_producer_id_without_a_log_start_offset_is_retried_as_is() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    {
+        let mut c = h.cluster.lock().unwrap();
+        c.faults.push_back(Fault::UnknownProducer(-1));
+    }
+    let t = h.send("retry-me");
+    h.ms(2000);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { .. })),
+        "{:?}",
+        h.events
+    );
+    let written = h.cluster.lock().unwrap().written.clone();
+    assert_eq!(
+        written,
+        [(0, 0), (0, 1)],
+        "same epoch and sequence, no bump"
+    );
+}
+
+#[test]
+fn a_batch_expired_in_flight_bumps_its_partitions_epoch() {
+    let mut h = Harness::new(
+        &[
+            ("linger.ms", "0"),
+            ("delivery.timeout.ms", "31000"),
+            ("request.timeout.ms", "30000"),
+        ],
+        1,
+    );
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .extend([Fault::Ignore, Fault::Ignore]);
+    let lost = h.send("lost");
+    h.ms(31_000);
+    assert!(matches!(
+        h.outcome(lost),
+        Some(Outcome::Failed {
+            error: DeliveryError::DeliveryTimeout,
+            ..
+        })
+    ));
+    let t = h.send("fresh");
+    h.ms(2000);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { .. })),
+        "{:?}",
+        h.events
+    );
+    assert_eq!(
+        h.cluster.lock().unwrap().written.last(),
+        Some(&(1, 0)),
+        "new epoch, sequence 0"
+    );
 }

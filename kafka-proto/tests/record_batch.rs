@@ -308,3 +308,23 @@ fn golden_batch_bytes() {
     assert_eq!(&bytes[57..61], &1i32.to_be_bytes()); // record count
     assert_eq!(&bytes[17..21], &crc32c::crc32c(&bytes[21..]).to_be_bytes());
 }
+
+#[test]
+fn producer_fields_can_be_rewritten_for_an_epoch_bump() {
+    let original = sample_batch(0, 4, Compression::Lz4);
+    let bumped = kafka_proto::record::rewrite_producer_fields(&original, 77, 3, 0).unwrap();
+    let b = RecordBatches::new(bumped).next().unwrap().unwrap();
+    assert_eq!(
+        (b.producer_id, b.producer_epoch, b.base_sequence),
+        (77, 3, 0)
+    );
+    assert_eq!(
+        b.records().unwrap().count(),
+        4,
+        "crc recomputed, records intact"
+    );
+    assert!(
+        kafka_proto::record::rewrite_producer_fields(&Bytes::from_static(b"short"), 1, 1, 1)
+            .is_none()
+    );
+}

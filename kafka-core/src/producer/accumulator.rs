@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_proto::compression::Compression;
-use kafka_proto::record::{BatchBuilder, BatchMeta, BATCH_HEADER_LEN};
+use kafka_proto::record::{rewrite_producer_fields, BatchBuilder, BatchMeta, BATCH_HEADER_LEN};
 
 use super::types::{ProducerRecord, RecordToken};
 use crate::time::Instant;
@@ -38,8 +38,11 @@ pub(crate) struct Batch {
     pub reserved: usize,
     /// No more records fit.
     pub full: bool,
-    /// Idempotence: the first record's sequence, fixed at the first drain.
+    /// Idempotence: the first record's sequence, fixed at the first drain (-1: unassigned,
+    /// also after an epoch bump, which renumbers the partition's queued batches).
     pub base_sequence: i32,
+    /// Idempotence: the producer epoch the batch was sealed under.
+    pub epoch: i16,
     /// Whether an attempt's fate is unknown (sent, then no answer): a final failure is then
     /// "possibly sent". A definitive broker answer does not clear it: certainty only weakens.
     pub sent: bool,
@@ -49,11 +52,23 @@ impl Batch {
     /// Seals the batch (once) with the producer fields.
     pub fn seal(&mut self, meta: &BatchMeta) -> Bytes {
         if let Some(b) = self.builder.take() {
-            self.base_sequence = meta.base_sequence;
             // Encoding into a pre-sized buffer cannot fail except on compression, whose codecs
             // are checked at configuration time.
             self.sealed = Some(b.seal(meta).expect("sealing a batch with an enabled codec"));
+        } else if (self.base_sequence, self.epoch) != (meta.base_sequence, meta.producer_epoch) {
+            // Re-sent under a bumped epoch (KIP-360): new producer fields, same records.
+            let old = self.sealed.as_ref().expect("a drained batch is sealed");
+            let new = rewrite_producer_fields(
+                old,
+                meta.producer_id,
+                meta.producer_epoch,
+                meta.base_sequence,
+            )
+            .expect("a batch this producer sealed");
+            self.sealed = Some(new);
         }
+        self.base_sequence = meta.base_sequence;
+        self.epoch = meta.producer_epoch;
         self.sealed.clone().expect("sealed above")
     }
 
@@ -212,6 +227,7 @@ impl Accumulator {
             reserved: block,
             full: need >= self.batch_size,
             base_sequence: -1,
+            epoch: -1,
             sent: false,
         });
         Ok(Appended {
@@ -329,6 +345,14 @@ impl Accumulator {
     /// Batches waiting for each partition.
     pub fn queue_len(&self, tp: &TopicPartition) -> usize {
         self.queues.get(tp).map_or(0, VecDeque::len)
+    }
+
+    /// Forgets the sequences of a partition's queued batches, so they are renumbered from the
+    /// partition's new sequence start when next drained (after an epoch bump).
+    pub fn reset_sequences(&mut self, tp: &TopicPartition) {
+        for b in self.queues.get_mut(tp).into_iter().flatten() {
+            b.base_sequence = -1;
+        }
     }
 
     /// Whether the partition's first batch is a retry.

@@ -58,9 +58,52 @@ impl Producer {
                 continue;
             };
             match ErrorCode::from_code(p.error_code) {
-                None => self.complete(b, Some(p.base_offset), p.log_append_time_ms),
+                None => {
+                    self.acknowledge(&b);
+                    self.complete(b, Some(p.base_offset), p.log_append_time_ms)
+                }
                 // The broker already has these records from an earlier attempt.
-                Some(ErrorCode::DuplicateSequenceNumber) => self.complete(b, None, -1),
+                Some(ErrorCode::DuplicateSequenceNumber) => {
+                    self.acknowledge(&b);
+                    self.complete(b, None, -1)
+                }
+                // The broker has no state for this producer, but its log start offset is unknown:
+                // it may simply be catching up. Retry as is.
+                Some(ErrorCode::UnknownProducerId) if p.log_start_offset == -1 => {
+                    self.retry_or_fail(
+                        b,
+                        DeliveryError::Broker(ErrorCode::UnknownProducerId),
+                        now,
+                        false,
+                    );
+                }
+                // The broker lost this producer's state (retention removed it): start the
+                // partition over under a new epoch (KIP-360) and resend.
+                Some(ErrorCode::UnknownProducerId) => {
+                    self.request_bump(&b.tp);
+                    self.retry_or_fail(
+                        b,
+                        DeliveryError::Broker(ErrorCode::UnknownProducerId),
+                        now,
+                        false,
+                    );
+                }
+                // Out of order for exactly the sequence the broker should expect next: its state
+                // is gone too. For any later batch, an earlier one failed: just retry in order.
+                Some(ErrorCode::OutOfOrderSequenceNumber)
+                    if self
+                        .sequences
+                        .get(&b.tp)
+                        .is_some_and(|s| s.acked_next == b.base_sequence) =>
+                {
+                    self.request_bump(&b.tp);
+                    self.retry_or_fail(
+                        b,
+                        DeliveryError::Broker(ErrorCode::OutOfOrderSequenceNumber),
+                        now,
+                        false,
+                    );
+                }
                 Some(e) => {
                     if p.current_leader.leader_id >= 0 {
                         let (leader, epoch) =
@@ -159,6 +202,15 @@ impl Producer {
         if self.outstanding.remove(token.0) {
             self.events
                 .push_back(ProducerEvent::Outcome(token, outcome));
+        }
+    }
+
+    /// Records that the broker has a batch, so the next expected sequence moves past it.
+    fn acknowledge(&mut self, b: &Batch) {
+        if let Some(p) = self.sequences.get_mut(&b.tp) {
+            if b.base_sequence >= 0 && b.epoch == p.epoch {
+                p.acked_next = super::seq_add(b.base_sequence, b.records.len());
+            }
         }
     }
 }

@@ -67,6 +67,25 @@ fn is_leadership_error(e: ErrorCode) -> bool {
     )
 }
 
+/// Idempotence bookkeeping for one partition. Epochs are per partition on the broker, so a
+/// bump (KIP-360) moves only the partition that lost its sequence state.
+#[derive(Debug, Clone, Copy)]
+struct PartitionSequence {
+    /// The epoch this partition's batches are sealed under.
+    epoch: i16,
+    /// The next sequence to assign.
+    next: i32,
+    /// The sequence after the last acknowledged batch: what the broker expects next.
+    acked_next: i32,
+    /// An epoch bump is due once nothing is in flight for the partition.
+    bump: bool,
+}
+
+/// Sequences wrap at i32::MAX, as on the broker.
+fn seq_add(s: i32, n: usize) -> i32 {
+    ((i64::from(s) + n as i64) % (i64::from(i32::MAX) + 1)) as i32
+}
+
 /// The producer state machine.
 #[derive(Debug)]
 pub struct Producer {
@@ -90,7 +109,7 @@ pub struct Producer {
     pid_in_flight: bool,
     pid_failures: u32,
     pid_retry_at: Option<Instant>,
-    sequences: BTreeMap<TopicPartition, i32>,
+    sequences: BTreeMap<TopicPartition, PartitionSequence>,
     closing: Option<Instant>,
     closed: bool,
 }
@@ -354,6 +373,7 @@ impl Producer {
         self.place_pending(now);
         self.refresh_metadata(now);
         self.init_producer_id(now);
+        self.apply_epoch_bumps();
         self.send_ready(now);
         self.finish_flushes_and_close(now);
     }
@@ -397,6 +417,55 @@ impl Producer {
         }
     }
 
+    /// KIP-360 for the idempotent producer: a partition whose sequence state the broker lost
+    /// (or may have: a batch expired in flight) restarts at sequence 0 under a higher epoch,
+    /// once nothing of it is in flight. Only an epoch overflow asks for a new producer id.
+    fn apply_epoch_bumps(&mut self) {
+        let Some((pid, epoch)) = self.producer_id else {
+            return;
+        };
+        let due: Vec<TopicPartition> = self
+            .sequences
+            .iter()
+            .filter(|(tp, p)| p.bump && !self.in_flight_per_tp.contains_key(*tp))
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        if epoch == i16::MAX {
+            // No higher epoch exists: get a new producer id, and start every partition over.
+            self.producer_id = None;
+            let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
+            self.sequences.clear();
+            for tp in all {
+                self.acc.reset_sequences(&tp);
+            }
+            return;
+        }
+        let new_epoch = epoch + 1;
+        self.producer_id = Some((pid, new_epoch));
+        for tp in due {
+            self.sequences.insert(
+                tp.clone(),
+                PartitionSequence {
+                    epoch: new_epoch,
+                    next: 0,
+                    acked_next: 0,
+                    bump: false,
+                },
+            );
+            self.acc.reset_sequences(&tp);
+        }
+    }
+
+    /// Marks a partition for an epoch bump (idempotent producers only).
+    pub(super) fn request_bump(&mut self, tp: &TopicPartition) {
+        if let Some(p) = self.sequences.get_mut(tp) {
+            p.bump = true;
+        }
+    }
+
     fn send_ready(&mut self, now: Instant) {
         if self.cfg.enable_idempotence && self.producer_id.is_none() {
             return;
@@ -404,6 +473,7 @@ impl Producer {
         let force = !self.flushes.is_empty() || self.closing.is_some();
         let metadata = &self.metadata;
         let in_flight = &self.in_flight_per_tp;
+        let sequences = &self.sequences;
         let idempotent = self.cfg.enable_idempotence;
         let acc = &self.acc;
         let (ready, _) = acc.ready(now, force, |tp| {
@@ -411,7 +481,8 @@ impl Producer {
             // so its sequences reach the broker in order.
             let retry_behind_in_flight =
                 idempotent && acc.front_is_retry(tp) && in_flight.get(tp).is_some_and(|n| *n > 0);
-            metadata.leader(&tp.0, tp.1).is_none() || retry_behind_in_flight
+            let bump_pending = sequences.get(tp).is_some_and(|p| p.bump);
+            metadata.leader(&tp.0, tp.1).is_none() || retry_behind_in_flight || bump_pending
         });
         let mut by_node: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
         let mut unknown_leader = false;
@@ -439,16 +510,23 @@ impl Producer {
         let (pid, epoch) = self.producer_id.unwrap_or((-1, -1));
         let mut topics: BTreeMap<String, TopicProduceData> = BTreeMap::new();
         for b in &mut batches {
-            let mut base_sequence = -1;
+            let (mut base_sequence, mut batch_epoch) = (-1, epoch);
             if self.cfg.enable_idempotence {
+                let part = self
+                    .sequences
+                    .entry(b.tp.clone())
+                    .or_insert(PartitionSequence {
+                        epoch,
+                        next: 0,
+                        acked_next: 0,
+                        bump: false,
+                    });
+                batch_epoch = part.epoch;
                 base_sequence = if b.base_sequence >= 0 {
                     b.base_sequence
                 } else {
-                    let next = self.sequences.entry(b.tp.clone()).or_insert(0);
-                    let s = *next;
-                    // Sequences wrap at i32::MAX, as on the broker.
-                    *next = ((i64::from(s) + b.records.len() as i64) % (i64::from(i32::MAX) + 1))
-                        as i32;
+                    let s = part.next;
+                    part.next = seq_add(s, b.records.len());
                     s
                 };
             }
@@ -456,7 +534,7 @@ impl Producer {
             let first = b.sealed.is_none();
             let bytes = b.seal(&BatchMeta {
                 producer_id: pid,
-                producer_epoch: epoch,
+                producer_epoch: batch_epoch,
                 base_sequence,
                 ..BatchMeta::default()
             });
@@ -623,6 +701,8 @@ impl Producer {
         for id in late {
             // Its response, if it comes, is ignored.
             let b = self.take_in_flight(id).expect("listed above");
+            // Its sequence's fate is unknown: the partition must start over (KIP-360).
+            self.request_bump(&b.tp);
             self.fail_batch(b, DeliveryError::DeliveryTimeout, true);
         }
         while let Some(p) = self.pending.front() {

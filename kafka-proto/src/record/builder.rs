@@ -270,3 +270,24 @@ fn put_opt_bytes(buf: &mut BytesMut, b: Option<&[u8]>) {
         }
     }
 }
+
+/// Rewrites a sealed batch's producer epoch and base sequence, recomputing the crc32c, for a
+/// producer that bumped its epoch (KIP-360) and must resend queued batches under it.
+/// Returns `None` if `batch` is not a whole v2 batch.
+pub fn rewrite_producer_fields(
+    batch: &Bytes,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+) -> Option<Bytes> {
+    if batch.len() < BATCH_HEADER_LEN || batch[16] != 2 {
+        return None;
+    }
+    let mut b = BytesMut::from(&batch[..]);
+    b[43..51].copy_from_slice(&producer_id.to_be_bytes());
+    b[51..53].copy_from_slice(&producer_epoch.to_be_bytes());
+    b[53..57].copy_from_slice(&base_sequence.to_be_bytes());
+    let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
+    b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    Some(b.freeze())
+}

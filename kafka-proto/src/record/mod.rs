@@ -14,7 +14,7 @@
 mod builder;
 mod decode;
 
-pub use builder::{BatchBuilder, BatchMeta};
+pub use builder::{rewrite_producer_fields, BatchBuilder, BatchMeta};
 pub use decode::{ControlRecordType, Header, Headers, Record, RecordBatch, RecordBatches, Records};
 
 /// Size of the fixed batch header.
