@@ -49,6 +49,10 @@ struct Cluster {
     next_seq: BTreeMap<(i64, i32), (i16, i32)>,
     /// (epoch, base sequence) of every batch written.
     written: Vec<(i16, i32)>,
+    /// MESSAGE_TOO_LARGE for batches with more records than this.
+    max_records: Option<i32>,
+    /// The topic's id; changing it recreates the topic.
+    topic_id: u128,
     faults: VecDeque<Fault>,
     metadata_requests: usize,
     produce_requests: Vec<(i32, i16)>,
@@ -71,7 +75,7 @@ impl Cluster {
                 .collect(),
             topics: vec![MetadataResponseTopic {
                 name: Some("t".into()),
-                topic_id: uuid::Uuid::from_u128(0x7),
+                topic_id: uuid::Uuid::from_u128(self.topic_id),
                 partitions: (0..self.partitions as i32)
                     .map(|p| MetadataResponsePartition {
                         partition_index: p,
@@ -101,6 +105,11 @@ impl Cluster {
                     base_offset: -1,
                     ..Default::default()
                 };
+                if !t.topic_id.is_nil() && t.topic_id != uuid::Uuid::from_u128(self.topic_id) {
+                    resp.error_code = 100; // UNKNOWN_TOPIC_ID
+                    parts.push(resp);
+                    continue;
+                }
                 match &fault {
                     Some(Fault::Error(code)) => resp.error_code = *code,
                     Some(Fault::MovedTo(n)) => {
@@ -119,6 +128,16 @@ impl Cluster {
                         }
                     }
                     _ if node != self.leader => resp.error_code = 6,
+                    _ if self.max_records.is_some_and(|max| {
+                        let b = RecordBatches::new(p.records.clone().unwrap())
+                            .next()
+                            .unwrap()
+                            .unwrap();
+                        b.record_count > max
+                    }) =>
+                    {
+                        resp.error_code = 10; // MESSAGE_TOO_LARGE
+                    }
                     _ => {
                         let batch = RecordBatches::new(p.records.clone().unwrap())
                             .next()
@@ -221,6 +240,7 @@ impl Harness {
         let cluster = Cluster {
             partitions,
             leader: 1,
+            topic_id: 7,
             ..Default::default()
         };
         Harness {
@@ -829,5 +849,81 @@ fn a_batch_expired_in_flight_bumps_its_partitions_epoch() {
         h.cluster.lock().unwrap().written.last(),
         Some(&(1, 0)),
         "new epoch, sequence 0"
+    );
+}
+
+#[test]
+fn message_too_large_splits_the_batch_until_it_fits() {
+    let mut h = Harness::new(&[("linger.ms", "10")], 1);
+    warm(&mut h);
+    h.cluster.lock().unwrap().max_records = Some(3);
+    let tokens: Vec<_> = (0..10).map(|i| h.send(&format!("s{i}"))).collect();
+    h.ms(2000);
+    for t in &tokens {
+        assert!(
+            matches!(h.outcome(*t), Some(Outcome::Delivered { .. })),
+            "{:?}",
+            h.events
+        );
+    }
+    let want: Vec<String> = std::iter::once("warm-up".to_string())
+        .chain((0..10).map(|i| format!("s{i}")))
+        .collect();
+    assert_eq!(h.log(0), want, "every record once, in order");
+    let seqs: Vec<i32> = h
+        .cluster
+        .lock()
+        .unwrap()
+        .written
+        .iter()
+        .map(|w| w.1)
+        .collect();
+    assert_eq!(
+        seqs,
+        [0, 1, 3, 6, 8],
+        "halves keep the sequence range: 10 -> 5+5 -> 2+3+2+3"
+    );
+    // A single record over the limit cannot be split: it fails, and was not written.
+    h.cluster.lock().unwrap().max_records = Some(0);
+    let t = h.send("alone");
+    h.ms(1000);
+    assert_eq!(
+        h.outcome(t),
+        Some(&Outcome::Failed {
+            error: DeliveryError::Broker(kafka_sim::proto::ErrorCode::MessageTooLarge),
+            certainty: Certainty::NotSent
+        })
+    );
+}
+
+#[test]
+fn a_recreated_topic_restarts_its_sequences() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    {
+        // Delete and recreate: new id, empty log, no producer state.
+        let mut c = h.cluster.lock().unwrap();
+        c.topic_id = 8;
+        c.log.clear();
+        c.next_seq.clear();
+    }
+    let t = h.send("reborn");
+    h.ms(2000);
+    assert!(
+        matches!(
+            h.outcome(t),
+            Some(Outcome::Delivered {
+                offset: Some(0),
+                ..
+            })
+        ),
+        "{:?}",
+        h.events
+    );
+    assert_eq!(h.log(0), ["reborn"]);
+    assert_eq!(
+        h.cluster.lock().unwrap().written.last(),
+        Some(&(0, 0)),
+        "sequence 0 in the new topic"
     );
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_proto::compression::Compression;
-use kafka_proto::record::{rewrite_producer_fields, BatchBuilder, BatchMeta, BATCH_HEADER_LEN};
+use kafka_proto::record::{
+    rewrite_producer_fields, BatchBuilder, BatchMeta, RecordBatches, BATCH_HEADER_LEN,
+};
 
 use super::types::{ProducerRecord, RecordToken};
 use crate::time::Instant;
@@ -345,6 +347,74 @@ impl Accumulator {
     /// Batches waiting for each partition.
     pub fn queue_len(&self, tp: &TopicPartition) -> usize {
         self.queues.get(tp).map_or(0, VecDeque::len)
+    }
+
+    /// Splits a rejected (MESSAGE_TOO_LARGE) batch of several records into two halves, each
+    /// keeping its records' tokens, order and sequence range. Returns the batch unchanged
+    /// (`Err`) if it cannot be split. Halving always makes progress, even when the broker's
+    /// limit is below `batch.size`.
+    pub fn split(&mut self, b: Batch) -> Result<[Batch; 2], Batch> {
+        let Some(sealed) = b.sealed.clone() else {
+            return Err(b);
+        };
+        if b.records.len() < 2 {
+            return Err(b);
+        }
+        let mut decoded = Vec::with_capacity(b.records.len());
+        for batch in RecordBatches::new(sealed) {
+            let Ok(records) = batch.and_then(|batch| batch.records()) else {
+                return Err(b);
+            };
+            for r in records {
+                let Ok(r) = r else { return Err(b) };
+                decoded.push(r);
+            }
+        }
+        if decoded.len() != b.records.len() {
+            return Err(b);
+        }
+        let mid = decoded.len() / 2;
+        let mut halves = Vec::with_capacity(2);
+        for (i, range) in [(0, 0..mid), (1, mid..decoded.len())] {
+            let mut builder = BatchBuilder::new(self.compression, b.size() / 2 + 64);
+            for r in &decoded[range.clone()] {
+                let headers: Vec<(String, Option<Bytes>)> = r
+                    .headers
+                    .clone()
+                    .map(|h| (h.key_str().to_owned(), h.value))
+                    .collect();
+                let headers: Vec<(&str, Option<&[u8]>)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                builder.append(r.timestamp, r.key.as_deref(), r.value.as_deref(), &headers);
+            }
+            self.next_id += 1;
+            halves.push(Batch {
+                id: self.next_id,
+                tp: b.tp.clone(),
+                builder: Some(builder),
+                sealed: None,
+                records: b.records[range.clone()].to_vec(),
+                created: b.created,
+                deadline: b.deadline,
+                attempts: b.attempts,
+                retry_at: None,
+                // The memory stays with the first half until it completes.
+                reserved: if i == 0 { b.reserved } else { 0 },
+                full: true,
+                base_sequence: if b.base_sequence >= 0 {
+                    b.base_sequence + range.start as i32
+                } else {
+                    -1
+                },
+                epoch: b.epoch,
+                sent: b.sent,
+            });
+        }
+        let second = halves.pop().expect("two halves");
+        let first = halves.pop().expect("two halves");
+        Ok([first, second])
     }
 
     /// Forgets the sequences of a partition's queued batches, so they are renumbered from the

@@ -63,6 +63,21 @@ impl Producer {
                     self.complete(b, Some(p.base_offset), p.log_append_time_ms)
                 }
                 // The broker already has these records from an earlier attempt.
+                // Too large for the broker: send it as two halves (they keep the sequence
+                // range), down to single records, which then fail.
+                Some(ErrorCode::MessageTooLarge) if b.records.len() > 1 => {
+                    match self.acc.split(b) {
+                        Ok([first, second]) => {
+                            self.acc.reenqueue(second);
+                            self.acc.reenqueue(first);
+                        }
+                        Err(b) => self.fail_batch(
+                            b,
+                            DeliveryError::Broker(ErrorCode::MessageTooLarge),
+                            false,
+                        ),
+                    }
+                }
                 Some(ErrorCode::DuplicateSequenceNumber) => {
                     self.acknowledge(&b);
                     self.complete(b, None, -1)

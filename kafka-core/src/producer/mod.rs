@@ -616,6 +616,22 @@ impl Producer {
                     .map(|(k, v)| (*k, v.clone()))
                     .collect();
                 self.net.update_nodes(nodes, now);
+                // A recreated topic has no producer state on the broker: its partitions'
+                // sequences start over at 0.
+                for topic in &update.recreated {
+                    let tps: Vec<TopicPartition> = self
+                        .sequences
+                        .keys()
+                        .filter(|tp| &tp.0 == topic)
+                        .cloned()
+                        .collect();
+                    for tp in tps {
+                        let part = self.sequences.get_mut(&tp).expect("listed");
+                        part.next = 0;
+                        part.acked_next = 0;
+                        self.acc.reset_sequences(&tp);
+                    }
+                }
                 for (topic, error) in update.topic_errors {
                     self.fail_topic(&topic, DeliveryError::Broker(error));
                 }
