@@ -353,25 +353,25 @@ impl Accumulator {
     /// keeping its records' tokens, order and sequence range. Returns the batch unchanged
     /// (`Err`) if it cannot be split. Halving always makes progress, even when the broker's
     /// limit is below `batch.size`.
-    pub fn split(&mut self, b: Batch) -> Result<[Batch; 2], Batch> {
+    pub fn split(&mut self, b: Batch) -> Result<[Batch; 2], Box<Batch>> {
         let Some(sealed) = b.sealed.clone() else {
-            return Err(b);
+            return Err(Box::new(b));
         };
         if b.records.len() < 2 {
-            return Err(b);
+            return Err(Box::new(b));
         }
         let mut decoded = Vec::with_capacity(b.records.len());
         for batch in RecordBatches::new(sealed) {
             let Ok(records) = batch.and_then(|batch| batch.records()) else {
-                return Err(b);
+                return Err(Box::new(b));
             };
             for r in records {
-                let Ok(r) = r else { return Err(b) };
+                let Ok(r) = r else { return Err(Box::new(b)) };
                 decoded.push(r);
             }
         }
         if decoded.len() != b.records.len() {
-            return Err(b);
+            return Err(Box::new(b));
         }
         let mid = decoded.len() / 2;
         let mut halves = Vec::with_capacity(2);
