@@ -229,6 +229,8 @@ struct Harness {
     cluster: Arc<Mutex<Cluster>>,
     brokers: BTreeMap<ConnId, ScriptedBroker>,
     reachable: bool,
+    /// Hosts that refuse connections.
+    down: std::collections::BTreeSet<String>,
     transmits: Vec<Transmit>,
     events: Vec<ProducerEvent>,
 }
@@ -249,6 +251,7 @@ impl Harness {
             cluster: Arc::new(Mutex::new(cluster)),
             brokers: BTreeMap::new(),
             reachable: true,
+            down: Default::default(),
             transmits: Vec::new(),
             events: Vec::new(),
         }
@@ -262,8 +265,10 @@ impl Harness {
                     self.transmits.push(t.clone());
                     match t {
                         Transmit::Connect { conn, addr } => {
-                            if self.reachable {
-                                let node = addr.host.trim_start_matches("broker").parse().unwrap();
+                            if self.reachable && !self.down.contains(&addr.host) {
+                                // "seed" is a bootstrap alias of node 1.
+                                let node =
+                                    addr.host.trim_start_matches("broker").parse().unwrap_or(1);
                                 self.brokers
                                     .insert(conn, broker(self.cluster.clone(), node));
                                 self.p.handle_connected(conn, self.now);
@@ -925,5 +930,49 @@ fn a_recreated_topic_restarts_its_sequences() {
         h.cluster.lock().unwrap().written.last(),
         Some(&(0, 0)),
         "sequence 0 in the new topic"
+    );
+}
+
+#[test]
+fn rebootstraps_when_no_known_broker_answers() {
+    let mut h = Harness::new(
+        &[
+            ("bootstrap.servers", "seed:9092"),
+            ("metadata.max.age.ms", "1000"),
+            ("metadata.recovery.rebootstrap.trigger.ms", "5000"),
+            ("linger.ms", "0"),
+        ],
+        1,
+    );
+    warm(&mut h);
+    let seed_connects = |h: &Harness| {
+        h.transmits
+            .iter()
+            .filter(|t| matches!(t, Transmit::Connect { addr, .. } if addr.host == "seed"))
+            .count()
+    };
+    assert_eq!(seed_connects(&h), 1);
+    // Every advertised broker goes away; open connections drop.
+    for n in 1..=3 {
+        h.down.insert(format!("broker{n}"));
+    }
+    let conns: Vec<ConnId> = h.brokers.keys().copied().collect();
+    for c in conns {
+        h.brokers.remove(&c);
+        h.p.handle_closed(c, h.now);
+    }
+    h.pump();
+    h.ms(4000);
+    assert_eq!(seed_connects(&h), 1, "not before the trigger");
+    h.ms(3000);
+    assert!(seed_connects(&h) >= 2, "went back to bootstrap.servers");
+    // The brokers return: a record gets through.
+    h.down.clear();
+    let t = h.send("after-outage");
+    h.ms(5000);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { .. })),
+        "{:?}",
+        h.events
     );
 }

@@ -275,6 +275,17 @@ impl<T> Network<T> {
         self.close_idle_bootstrap(now);
     }
 
+    /// Forgets the known nodes and starts over from `bootstrap.servers` (KIP-899): for when no
+    /// known broker can be reached, or a broker answered REBOOTSTRAP_REQUIRED. Open connections
+    /// stay until idle; new metadata decides which are adopted.
+    pub fn rebootstrap(&mut self) {
+        self.nodes.clear();
+        self.bootstrap_next = 0;
+        for addr in &self.bootstrap {
+            self.failures.remove(addr);
+        }
+    }
+
     /// The nodes known from metadata.
     pub fn nodes(&self) -> &BTreeMap<NodeId, HostPort> {
         &self.nodes

@@ -26,7 +26,7 @@ use accumulator::{record_size, Accumulator, Batch, NoMemory};
 pub use types::*;
 
 use crate::backoff::Backoff;
-use crate::config::{Acks, HostPort, ProducerConfig};
+use crate::config::{Acks, HostPort, MetadataRecoveryStrategy, ProducerConfig};
 use crate::metadata::Metadata;
 use crate::net::{ConnId, NetConfig, NetEvent, Network, Purpose, RequestError};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
@@ -112,6 +112,8 @@ pub struct Producer {
     sequences: BTreeMap<TopicPartition, PartitionSequence>,
     closing: Option<Instant>,
     closed: bool,
+    /// Since when a due metadata refresh has found no broker to send to.
+    no_broker_since: Option<Instant>,
 }
 
 impl Producer {
@@ -159,6 +161,7 @@ impl Producer {
             sequences: BTreeMap::new(),
             closing: None,
             closed: false,
+            no_broker_since: None,
             cfg,
         }
     }
@@ -355,6 +358,9 @@ impl Producer {
             self.in_flight.values().map(|b| b.deadline).min(),
             self.pending.iter().map(|p| p.deadline).min(),
             self.pid_retry_at.and_then(future),
+            self.no_broker_since
+                .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger)
+                .and_then(future),
             self.closing.filter(|_| !self.closed),
         ]
         .into_iter()
@@ -383,8 +389,19 @@ impl Producer {
             return;
         }
         let Some(conn) = self.net.least_loaded(now) else {
+            // No broker to ask. After metadata.recovery.rebootstrap.trigger.ms of that, go back
+            // to bootstrap.servers (KIP-899), if the strategy allows.
+            let since = *self.no_broker_since.get_or_insert(now);
+            let rebootstrap =
+                self.cfg.metadata_recovery_strategy == MetadataRecoveryStrategy::Rebootstrap;
+            if rebootstrap && now >= since + self.cfg.metadata_recovery_rebootstrap_trigger {
+                self.net.rebootstrap();
+                self.no_broker_since = None;
+                self.net.least_loaded(now);
+            }
             return;
         };
+        self.no_broker_since = None;
         if let Some(req) = self.metadata.poll_request(now) {
             if self.net.send(conn, &req, Tag::Metadata, true, now).is_err() {
                 self.metadata.handle_failure(now);
@@ -603,6 +620,14 @@ impl Producer {
 
     fn on_net_event(&mut self, e: NetEvent<Tag>, now: Instant) {
         match e {
+            NetEvent::Response {
+                tag: Tag::Metadata,
+                body: ResponseBody::Metadata(resp),
+                ..
+            } if resp.error_code == ErrorCode::RebootstrapRequired.code() => {
+                self.metadata.handle_failure(now);
+                self.net.rebootstrap();
+            }
             NetEvent::Response {
                 tag: Tag::Metadata,
                 body: ResponseBody::Metadata(resp),
