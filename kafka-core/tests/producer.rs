@@ -976,3 +976,65 @@ fn rebootstraps_when_no_known_broker_answers() {
         h.events
     );
 }
+
+#[test]
+fn abort_fails_every_pending_record_exactly_once() {
+    let mut h = Harness::new(&[("linger.ms", "60000")], 2);
+    let w = h.send("warm-up");
+    h.p.flush(h.now);
+    h.ms(100);
+    assert!(matches!(h.outcome(w), Some(Outcome::Delivered { .. })));
+    let queued: Vec<_> = (0..5).map(|i| h.send(&format!("q{i}"))).collect();
+    let pending =
+        h.p.send(ProducerRecord::new("other-topic", "p", 1), h.now)
+            .unwrap();
+    h.p.abort();
+    h.pump();
+    for t in queued.iter().chain([&pending]) {
+        assert!(
+            matches!(
+                h.outcome(*t),
+                Some(Outcome::Failed {
+                    error: DeliveryError::Closed,
+                    ..
+                })
+            ),
+            "{t:?}: {:?}",
+            h.events
+        );
+    }
+    h.ms(100_000);
+    let outcomes = h
+        .events
+        .iter()
+        .filter(|e| matches!(e, ProducerEvent::Outcome(..)))
+        .count();
+    assert_eq!(outcomes, 1 + 6, "warm-up plus six, nothing resolved twice");
+}
+
+#[test]
+fn draining_respects_max_request_size() {
+    let mut h = Harness::new(
+        &[
+            ("linger.ms", "50"),
+            ("max.request.size", "5000"),
+            ("batch.size", "1500"),
+        ],
+        6,
+    );
+    warm(&mut h);
+    let before = h.produce_count();
+    for p in 0..6 {
+        for i in 0..10 {
+            let r = ProducerRecord::new("t", vec![b'x'; 100], 1).with_partition(p);
+            let _ = i;
+            h.p.send(r, h.now).unwrap();
+        }
+    }
+    h.ms(1000);
+    let requests = h.produce_count() - before;
+    // Six partitions x ~1.2 KB batches cannot fit one 5 KB request.
+    assert!(requests >= 2, "split across requests: {requests}");
+    let total: usize = (0..6).map(|p| h.log(p).len()).sum();
+    assert_eq!(total, 60 + 1);
+}
