@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use kafka_proto::compression::Compression;
 use kafka_proto::record::{
     rewrite_producer_fields, BatchBuilder, BatchMeta, RecordBatches, BATCH_HEADER_LEN,
@@ -128,6 +128,8 @@ pub(crate) struct Accumulator {
     pub pool: Pool,
     queues: BTreeMap<TopicPartition, VecDeque<Batch>>,
     next_id: u64,
+    /// Recycled `batch.size` blocks (exact-size blocks for larger records are not kept).
+    free: Vec<BytesMut>,
     /// Compressed / uncompressed size, learned from sealed batches, so compressed batches
     /// fill up to `batch.size` on the wire rather than before compression.
     ratio: f64,
@@ -159,6 +161,7 @@ impl Accumulator {
             },
             queues: BTreeMap::new(),
             next_id: 0,
+            free: Vec::new(),
             ratio: 1.0,
         }
     }
@@ -208,7 +211,15 @@ impl Accumulator {
         if !self.pool.try_reserve(block) {
             return Err(NoMemory);
         }
-        let mut b = BatchBuilder::new(self.compression, block - BATCH_HEADER_LEN);
+        let mut b = match self.free.pop() {
+            Some(buf) if block == self.batch_size => {
+                BatchBuilder::with_buffer(self.compression, buf)
+            }
+            other => {
+                self.free.extend(other);
+                BatchBuilder::new(self.compression, block - BATCH_HEADER_LEN)
+            }
+        };
         let before = b.size();
         b.append(r.timestamp, key, value, &headers);
         let bytes = b.size() - before;
@@ -236,6 +247,25 @@ impl Accumulator {
             new_batch: true,
             bytes,
         })
+    }
+
+    /// Takes back a completed batch's buffer for reuse, if it was a `batch.size` block and
+    /// nothing else (an adapter still writing it) holds it.
+    pub fn recycle(&mut self, b: Batch) {
+        let Some(sealed) = b.sealed else { return };
+        if b.reserved != self.batch_size || self.free.len() * self.batch_size >= self.pool.total {
+            return;
+        }
+        if let Ok(buf) = sealed.try_into_mut() {
+            if buf.capacity() >= self.batch_size {
+                self.free.push(buf);
+            }
+        }
+    }
+
+    /// How many blocks wait for reuse.
+    pub fn recycled(&self) -> usize {
+        self.free.len()
     }
 
     /// Learns the compression ratio from a sealed batch.
@@ -436,5 +466,55 @@ impl Accumulator {
     /// Whether nothing is queued.
     pub fn is_empty(&self) -> bool {
         self.queues.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drained(acc: &mut Accumulator, tp: &TopicPartition) -> Batch {
+        acc.drain(std::slice::from_ref(tp), usize::MAX)
+            .pop()
+            .expect("a batch")
+    }
+
+    #[test]
+    fn batch_size_blocks_are_recycled_and_larger_ones_are_not() {
+        let mut acc = Accumulator::new(1024, Duration::ZERO, Compression::None, 1 << 20);
+        let tp = ("t".to_string(), 0);
+        let small = ProducerRecord::new("t", vec![1u8; 10], 1);
+        let deadline = Instant::from_millis(1000);
+        acc.append(&tp, &small, RecordToken(0), Instant::ZERO, deadline)
+            .unwrap();
+        let mut b = drained(&mut acc, &tp);
+        let ptr = b.seal(&BatchMeta::default()).as_ptr();
+        acc.recycle(b);
+        assert_eq!(acc.recycled(), 1);
+        acc.append(&tp, &small, RecordToken(1), Instant::ZERO, deadline)
+            .unwrap();
+        assert_eq!(acc.recycled(), 0, "taken for the new batch");
+        let mut b = drained(&mut acc, &tp);
+        assert_eq!(
+            b.seal(&BatchMeta::default()).as_ptr(),
+            ptr,
+            "the same allocation, reused"
+        );
+        acc.recycle(b);
+
+        // A record larger than batch.size gets an exact-size block, which is not kept.
+        let big = ProducerRecord::new("t", vec![1u8; 4000], 1);
+        acc.append(&tp, &big, RecordToken(2), Instant::ZERO, deadline)
+            .unwrap();
+        assert_eq!(
+            acc.recycled(),
+            1,
+            "the recycled block did not fit, so it stays free"
+        );
+        let mut b = drained(&mut acc, &tp);
+        assert!(b.reserved > 1024);
+        b.seal(&BatchMeta::default());
+        acc.recycle(b);
+        assert_eq!(acc.recycled(), 1);
     }
 }

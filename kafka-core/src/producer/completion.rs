@@ -189,6 +189,7 @@ impl Producer {
             };
             self.resolve(r.token, outcome);
         }
+        self.acc.recycle(b);
     }
 
     pub(super) fn complete(&mut self, b: Batch, base_offset: Option<i64>, log_append_time: i64) {
@@ -205,6 +206,7 @@ impl Producer {
             };
             self.resolve(r.token, outcome);
         }
+        self.acc.recycle(b);
     }
 
     pub(super) fn release(&mut self, b: &Batch) {

@@ -80,6 +80,19 @@ impl BatchBuilder {
         }
     }
 
+    /// A builder reusing `buf`'s allocation (a recycled block from an earlier batch).
+    pub fn with_buffer(compression: Compression, mut buf: BytesMut) -> Self {
+        buf.clear();
+        buf.put_bytes(0, BATCH_HEADER_LEN);
+        BatchBuilder {
+            buf,
+            compression,
+            count: 0,
+            base_timestamp: 0,
+            max_timestamp: i64::MIN,
+        }
+    }
+
     /// Records appended so far.
     pub fn len(&self) -> usize {
         self.count as usize
