@@ -53,6 +53,10 @@ struct Cluster {
     max_records: Option<i32>,
     /// The topic's id; changing it recreates the topic.
     topic_id: u128,
+    /// Per-partition leaders overriding `leader`.
+    leaders: BTreeMap<i32, i32>,
+    /// throttle_time_ms in Produce responses.
+    throttle_ms: i32,
     faults: VecDeque<Fault>,
     metadata_requests: usize,
     produce_requests: Vec<(i32, i16)>,
@@ -79,7 +83,7 @@ impl Cluster {
                 partitions: (0..self.partitions as i32)
                     .map(|p| MetadataResponsePartition {
                         partition_index: p,
-                        leader_id: self.leader,
+                        leader_id: *self.leaders.get(&p).unwrap_or(&self.leader),
                         leader_epoch: self.leader_epoch,
                         ..Default::default()
                     })
@@ -127,7 +131,9 @@ impl Cluster {
                             self.next_seq.clear(); // retention removed the producer's state
                         }
                     }
-                    _ if node != self.leader => resp.error_code = 6,
+                    _ if node != *self.leaders.get(&p.index).unwrap_or(&self.leader) => {
+                        resp.error_code = 6
+                    }
                     _ if self.max_records.is_some_and(|max| {
                         let b = RecordBatches::new(p.records.clone().unwrap())
                             .next()
@@ -188,6 +194,7 @@ impl Cluster {
         let body = ResponseBody::Produce(ProduceResponse {
             responses: out,
             node_endpoints: endpoints,
+            throttle_time_ms: self.throttle_ms,
             ..Default::default()
         });
         match fault {
@@ -1037,4 +1044,63 @@ fn draining_respects_max_request_size() {
     assert!(requests >= 2, "split across requests: {requests}");
     let total: usize = (0..6).map(|p| h.log(p).len()).sum();
     assert_eq!(total, 60 + 1);
+}
+
+#[test]
+fn partitions_of_a_stalled_leader_become_unavailable() {
+    let mut h = Harness::new(
+        &[
+            ("partitioner.availability.timeout.ms", "1000"),
+            ("batch.size", "250"),
+            ("linger.ms", "5"),
+        ],
+        2,
+    );
+    h.cluster.lock().unwrap().leaders.insert(1, 2); // partition 1 is led by broker 2...
+    h.down.insert("broker2".into()); // ...which is unreachable
+    let w =
+        h.p.send(
+            ProducerRecord::new("t", "warm-up", 1).with_partition(0),
+            h.now,
+        )
+        .unwrap();
+    h.ms(100);
+    assert!(matches!(h.outcome(w), Some(Outcome::Delivered { .. })));
+    // Keyless records spread over both partitions until broker 2 has stalled for 1 s.
+    for _ in 0..20 {
+        h.send(&"x".repeat(100));
+        h.ms(100);
+    }
+    let late: Vec<RecordToken> = (0..20)
+        .map(|_| {
+            let t = h.send(&"y".repeat(100));
+            h.ms(20);
+            t
+        })
+        .collect();
+    h.ms(1000);
+    for t in &late {
+        assert!(
+            matches!(h.outcome(*t), Some(Outcome::Delivered { partition: 0, .. })),
+            "a stalled leader's partition is skipped: {:?}",
+            h.outcome(*t)
+        );
+    }
+}
+
+#[test]
+fn a_throttled_broker_gets_no_request_until_the_throttle_ends() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    h.cluster.lock().unwrap().throttle_ms = 500;
+    h.send("a");
+    h.ms(1);
+    let after_first = h.produce_count();
+    h.cluster.lock().unwrap().throttle_ms = 0;
+    let t = h.send("b");
+    h.ms(498);
+    assert_eq!(h.produce_count(), after_first, "muted while throttled");
+    h.ms(10);
+    assert_eq!(h.produce_count(), after_first + 1);
+    assert!(matches!(h.outcome(t), Some(Outcome::Delivered { .. })));
 }

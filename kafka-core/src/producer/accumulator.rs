@@ -264,6 +264,7 @@ impl Accumulator {
     }
 
     /// How many blocks wait for reuse.
+    #[cfg(test)]
     pub fn recycled(&self) -> usize {
         self.free.len()
     }

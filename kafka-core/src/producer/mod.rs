@@ -28,7 +28,7 @@ pub use types::*;
 use crate::backoff::Backoff;
 use crate::config::{Acks, HostPort, MetadataRecoveryStrategy, ProducerConfig};
 use crate::metadata::Metadata;
-use crate::net::{ConnId, NetConfig, NetEvent, Network, Purpose, RequestError};
+use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, RequestError};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -114,6 +114,9 @@ pub struct Producer {
     closed: bool,
     /// Since when a due metadata refresh has found no broker to send to.
     no_broker_since: Option<Instant>,
+    /// Since when each leader has had ready batches it could not take
+    /// (for `partitioner.availability.timeout.ms`).
+    stalled_since: BTreeMap<NodeId, Instant>,
 }
 
 impl Producer {
@@ -162,6 +165,7 @@ impl Producer {
             closing: None,
             closed: false,
             no_broker_since: None,
+            stalled_since: BTreeMap::new(),
             cfg,
         }
     }
@@ -266,7 +270,21 @@ impl Producer {
             }
             (None, _) => {
                 let (acc, parts) = (&self.acc, &topic.partitions);
-                let available = |p: u32| parts[p as usize].leader.is_some();
+                // A leader that could not take ready batches for
+                // partitioner.availability.timeout.ms makes its partitions unavailable.
+                let (stalled, timeout, now) = (
+                    &self.stalled_since,
+                    self.cfg.partitioner_availability_timeout,
+                    self.now,
+                );
+                let available = |p: u32| {
+                    parts[p as usize].leader.is_some_and(|leader| {
+                        timeout.is_zero()
+                            || stalled
+                                .get(&leader)
+                                .is_none_or(|since| now < *since + timeout)
+                    })
+                };
                 // Queue lengths are read only when switching partitions, so the key is built then.
                 let queue_len = |p: u32| acc.queue_len(&(r.topic.clone(), p as i32));
                 self.partitioner
@@ -514,8 +532,10 @@ impl Producer {
         }
         for (node, partitions) in by_node {
             let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
+                self.stalled_since.entry(node).or_insert(now);
                 continue;
             };
+            self.stalled_since.remove(&node);
             let batches = self.acc.drain(&partitions, self.cfg.max_request_size);
             if !batches.is_empty() {
                 self.send_batches(conn, batches, now);
