@@ -3,6 +3,8 @@
 //! and control batches.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -294,26 +296,44 @@ fn batch(base: i64, values: &[&str], codec: Compression, control: bool) -> Bytes
 
 /// A scripted broker whose Fetch answers come from `answer(fetch_offset)`.
 fn scripted(answer: fn(i64) -> Bytes) -> Box<dyn FnMut() -> ScriptedBroker> {
+    scripted_with(
+        answer,
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    )
+}
+
+/// As [`scripted`], answering the first `fail_fetches` fetches NOT_LEADER_OR_FOLLOWER and
+/// counting metadata requests in `metadata_requests`.
+fn scripted_with(
+    answer: fn(i64) -> Bytes,
+    fail_fetches: Arc<AtomicUsize>,
+    metadata_requests: Arc<AtomicUsize>,
+) -> Box<dyn FnMut() -> ScriptedBroker> {
     Box::new(move || {
+        let (fail_fetches, metadata_requests) = (fail_fetches.clone(), metadata_requests.clone());
         ScriptedBroker::new(move |_, body| match body {
-            RequestBody::Metadata(_) => Reply::Respond(ResponseBody::Metadata(MetadataResponse {
-                brokers: vec![MetadataResponseBroker {
-                    node_id: 1,
-                    host: "broker".into(),
-                    port: 9092,
-                    ..Default::default()
-                }],
-                topics: vec![MetadataResponseTopic {
-                    name: Some("t".into()),
-                    partitions: vec![MetadataResponsePartition {
-                        partition_index: 0,
-                        leader_id: 1,
+            RequestBody::Metadata(_) => {
+                metadata_requests.fetch_add(1, Ordering::SeqCst);
+                Reply::Respond(ResponseBody::Metadata(MetadataResponse {
+                    brokers: vec![MetadataResponseBroker {
+                        node_id: 1,
+                        host: "broker".into(),
+                        port: 9092,
+                        ..Default::default()
+                    }],
+                    topics: vec![MetadataResponseTopic {
+                        name: Some("t".into()),
+                        partitions: vec![MetadataResponsePartition {
+                            partition_index: 0,
+                            leader_id: 1,
+                            ..Default::default()
+                        }],
                         ..Default::default()
                     }],
                     ..Default::default()
-                }],
-                ..Default::default()
-            })),
+                }))
+            }
             RequestBody::ListOffsets(_) => {
                 Reply::Respond(ResponseBody::ListOffsets(ListOffsetsResponse {
                     topics: vec![ListOffsetsTopicResponse {
@@ -321,6 +341,21 @@ fn scripted(answer: fn(i64) -> Bytes) -> Box<dyn FnMut() -> ScriptedBroker> {
                         partitions: vec![ListOffsetsPartitionResponse {
                             partition_index: 0,
                             offset: 0,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }))
+            }
+            RequestBody::Fetch(_) if fail_fetches.load(Ordering::SeqCst) > 0 => {
+                fail_fetches.fetch_sub(1, Ordering::SeqCst);
+                Reply::Respond(ResponseBody::Fetch(FetchResponse {
+                    responses: vec![FetchableTopicResponse {
+                        topic: "t".into(),
+                        partitions: vec![PartitionData {
+                            partition_index: 0,
+                            error_code: 6,
                             ..Default::default()
                         }],
                         ..Default::default()
@@ -402,4 +437,35 @@ fn truncated_compressed_and_control_batches() {
         "control record skipped, truncated batch refetched, nothing twice"
     );
     assert_eq!(h.f.position("t", 0), Some(7));
+}
+
+#[test]
+fn a_leadership_error_refreshes_metadata_and_fetching_resumes() {
+    fn answer(offset: i64) -> Bytes {
+        if offset == 0 {
+            batch(0, &["a", "b"], Compression::None, false)
+        } else {
+            Bytes::new()
+        }
+    }
+    let fails = Arc::new(AtomicUsize::new(2));
+    let metadata = Arc::new(AtomicUsize::new(0));
+    let mut h = Harness::new(&[], scripted_with(answer, fails.clone(), metadata.clone()));
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+    h.advance_to(Instant::from_millis(3000));
+    assert_eq!(
+        fails.load(Ordering::SeqCst),
+        0,
+        "both failing fetches happened"
+    );
+    assert!(
+        metadata.load(Ordering::SeqCst) >= 3,
+        "each NOT_LEADER refreshed metadata"
+    );
+    let got: Vec<i64> = h.values().iter().map(|v| v.0).collect();
+    assert_eq!(
+        got,
+        [0, 1],
+        "then fetching resumed, nothing lost or repeated"
+    );
 }
