@@ -26,9 +26,9 @@ use kafka_proto::record::{Record, RecordBatches};
 use kafka_proto::{DecodeError, ErrorCode};
 
 use crate::backoff::Backoff;
-use crate::config::{ConsumerConfig, HostPort, OffsetReset};
+use crate::config::{ConsumerConfig, OffsetReset};
 use crate::metadata::Metadata;
-use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, Transmit};
+use crate::net::{NetConfig, NetEvent, Network, NodeId, Purpose, Transmit};
 use crate::producer::TopicPartition;
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -238,35 +238,7 @@ impl Fetcher {
             .map_or(-1, |p| p.high_watermark)
     }
 
-    /// The adapter connected a connection.
-    pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
-        self.net.handle_connected(conn, now);
-        self.drive(now);
-    }
-
-    /// The adapter could not connect.
-    pub fn handle_connect_failed(&mut self, conn: ConnId, now: Instant) {
-        self.net.handle_connect_failed(conn, now);
-        self.drive(now);
-    }
-
-    /// Bytes arrived.
-    pub fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant) {
-        self.net.handle_received(conn, data, now);
-        self.drive(now);
-    }
-
-    /// A connection closed.
-    pub fn handle_closed(&mut self, conn: ConnId, now: Instant) {
-        self.net.handle_closed(conn, now);
-        self.drive(now);
-    }
-
-    /// Time passed.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.net.handle_timeout(now);
-        self.drive(now);
-    }
+    crate::net::network_inputs!();
 
     /// The next output: network actions first, then events.
     pub fn poll_output(&mut self) -> Option<Output> {
@@ -443,13 +415,7 @@ impl Fetcher {
                 ..
             } => {
                 self.metadata.handle_response(&resp, now);
-                let nodes: Vec<(i32, HostPort)> = self
-                    .metadata
-                    .brokers()
-                    .iter()
-                    .map(|(k, v)| (*k, v.clone()))
-                    .collect();
-                self.net.update_nodes(nodes, now);
+                self.net.update_nodes(self.metadata.nodes(), now);
             }
             NetEvent::Failed {
                 tag: Tag::Metadata, ..

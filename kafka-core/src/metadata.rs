@@ -307,6 +307,11 @@ impl Metadata {
         &self.brokers
     }
 
+    /// The known brokers as (node, address) pairs, for [`crate::net::Network::update_nodes`].
+    pub fn nodes(&self) -> impl Iterator<Item = (NodeId, HostPort)> + '_ {
+        self.brokers.iter().map(|(n, a)| (*n, a.clone()))
+    }
+
     /// A topic's metadata, if known.
     pub fn topic(&self, topic: &str) -> Option<&TopicInfo> {
         self.topics.get(topic)

@@ -114,23 +114,7 @@ impl ConsumerConfig {
     pub fn from_map<K: AsRef<str>, V: AsRef<str>>(
         map: impl IntoIterator<Item = (K, V)>,
     ) -> Result<Self, ConfigError> {
-        let mut c = Self::defaults();
-        for (k, v) in map {
-            c.set(k.as_ref().trim(), v.as_ref())?;
-        }
-        if c.bootstrap_servers.is_empty() {
-            return Err(ConfigError::InvalidValue {
-                key: "bootstrap.servers",
-                value: String::new(),
-                rule: "must list at least one host:port".into(),
-            });
-        }
-        c.retry_backoff_max = c.retry_backoff_max.max(c.retry_backoff);
-        c.reconnect_backoff_max = c.reconnect_backoff_max.max(c.reconnect_backoff);
-        c.connection_setup_timeout_max = c
-            .connection_setup_timeout_max
-            .max(c.connection_setup_timeout);
-        Ok(c)
+        Self::parse_map(map)
     }
 }
 

@@ -88,6 +88,29 @@ macro_rules! config_table {
             pub fn is_explicit(&self, key: &str) -> bool {
                 self.explicit.contains(key)
             }
+
+            /// Defaults overlaid with a string map, with the checks every client shares:
+            /// a non-empty `bootstrap.servers`, and backoff ceilings never below their bases.
+            fn parse_map<K: AsRef<str>, V: AsRef<str>>(
+                map: impl IntoIterator<Item = (K, V)>,
+            ) -> Result<Self, $crate::config::ConfigError> {
+                let mut c = Self::defaults();
+                for (k, v) in map {
+                    c.set(k.as_ref().trim(), v.as_ref())?;
+                }
+                if c.bootstrap_servers.is_empty() {
+                    return Err($crate::config::ConfigError::InvalidValue {
+                        key: "bootstrap.servers",
+                        value: String::new(),
+                        rule: "must list at least one host:port".into(),
+                    });
+                }
+                // A ceiling below the base means no growth, as in Java.
+                c.retry_backoff_max = c.retry_backoff_max.max(c.retry_backoff);
+                c.reconnect_backoff_max = c.reconnect_backoff_max.max(c.reconnect_backoff);
+                c.connection_setup_timeout_max = c.connection_setup_timeout_max.max(c.connection_setup_timeout);
+                Ok(c)
+            }
         }
     };
 }

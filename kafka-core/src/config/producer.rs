@@ -139,11 +139,7 @@ impl ProducerConfig {
     pub fn from_map<K: AsRef<str>, V: AsRef<str>>(
         map: impl IntoIterator<Item = (K, V)>,
     ) -> Result<Self, ConfigError> {
-        let mut c = Self::defaults();
-        for (k, v) in map {
-            c.set(k.as_ref().trim(), v.as_ref())?;
-        }
-        c.validate()
+        Self::parse_map(map)?.validate()
     }
 
     /// A typed builder.
@@ -153,15 +149,8 @@ impl ProducerConfig {
         }
     }
 
-    /// Java's cross-key rules.
+    /// Java's producer-specific cross-key rules.
     fn validate(mut self) -> Result<Self, ConfigError> {
-        if self.bootstrap_servers.is_empty() {
-            return Err(ConfigError::InvalidValue {
-                key: "bootstrap.servers",
-                value: String::new(),
-                rule: "must list at least one host:port".into(),
-            });
-        }
         // delivery.timeout.ms must cover one linger plus one request.
         let floor = self.linger + self.request_timeout;
         if self.delivery_timeout < floor {
@@ -207,12 +196,6 @@ impl ProducerConfig {
                 self.enable_idempotence = false;
             }
         }
-        // A ceiling below the base means no growth, as in Java.
-        self.retry_backoff_max = self.retry_backoff_max.max(self.retry_backoff);
-        self.reconnect_backoff_max = self.reconnect_backoff_max.max(self.reconnect_backoff);
-        self.connection_setup_timeout_max = self
-            .connection_setup_timeout_max
-            .max(self.connection_setup_timeout);
         Ok(self)
     }
 }

@@ -714,3 +714,45 @@ impl<T> Network<T> {
         self.events.pop_front()
     }
 }
+
+/// Gives a state machine that owns a `net: Network<_>` and a `drive(now)` step the five
+/// network inputs, each passed to the connection manager and followed by one step.
+macro_rules! network_inputs {
+    () => {
+        /// The adapter connected a connection.
+        pub fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+            self.net.handle_connected(conn, now);
+            self.drive(now);
+        }
+
+        /// The adapter could not connect (refused, unreachable, DNS failure).
+        pub fn handle_connect_failed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+            self.net.handle_connect_failed(conn, now);
+            self.drive(now);
+        }
+
+        /// Bytes arrived on a connection.
+        pub fn handle_received(
+            &mut self,
+            conn: $crate::net::ConnId,
+            data: &[u8],
+            now: $crate::Instant,
+        ) {
+            self.net.handle_received(conn, data, now);
+            self.drive(now);
+        }
+
+        /// A connection closed.
+        pub fn handle_closed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+            self.net.handle_closed(conn, now);
+            self.drive(now);
+        }
+
+        /// Time passed: expire, retry, linger.
+        pub fn handle_timeout(&mut self, now: $crate::Instant) {
+            self.net.handle_timeout(now);
+            self.drive(now);
+        }
+    };
+}
+pub(crate) use network_inputs;

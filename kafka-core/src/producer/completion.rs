@@ -128,13 +128,7 @@ impl Producer {
                             .metadata
                             .apply_leader_hint(&b.tp.0, b.tp.1, leader, epoch, addr)
                         {
-                            let nodes: Vec<(i32, HostPort)> = self
-                                .metadata
-                                .brokers()
-                                .iter()
-                                .map(|(k, v)| (*k, v.clone()))
-                                .collect();
-                            self.net.update_nodes(nodes, now);
+                            self.net.update_nodes(self.metadata.nodes(), now);
                         }
                     } else if is_leadership_error(e) {
                         self.metadata.request_update();

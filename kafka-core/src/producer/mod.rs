@@ -26,7 +26,7 @@ use accumulator::{record_size, Accumulator, Batch, NoMemory};
 pub use types::*;
 
 use crate::backoff::Backoff;
-use crate::config::{Acks, HostPort, MetadataRecoveryStrategy, ProducerConfig};
+use crate::config::{Acks, MetadataRecoveryStrategy, ProducerConfig};
 use crate::metadata::Metadata;
 use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, RequestError};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
@@ -324,35 +324,7 @@ impl Producer {
         self.fail_everything();
     }
 
-    /// The adapter connected a connection.
-    pub fn handle_connected(&mut self, conn: ConnId, now: Instant) {
-        self.net.handle_connected(conn, now);
-        self.drive(now);
-    }
-
-    /// The adapter could not connect.
-    pub fn handle_connect_failed(&mut self, conn: ConnId, now: Instant) {
-        self.net.handle_connect_failed(conn, now);
-        self.drive(now);
-    }
-
-    /// Bytes arrived on a connection.
-    pub fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant) {
-        self.net.handle_received(conn, data, now);
-        self.drive(now);
-    }
-
-    /// A connection closed.
-    pub fn handle_closed(&mut self, conn: ConnId, now: Instant) {
-        self.net.handle_closed(conn, now);
-        self.drive(now);
-    }
-
-    /// Time passed: expire, retry, linger.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.net.handle_timeout(now);
-        self.drive(now);
-    }
+    crate::net::network_inputs!();
 
     /// The next output: network actions first, then user events.
     pub fn poll_output(&mut self) -> Option<Output> {
@@ -654,13 +626,7 @@ impl Producer {
                 ..
             } => {
                 let update = self.metadata.handle_response(&resp, now);
-                let nodes: Vec<(i32, HostPort)> = self
-                    .metadata
-                    .brokers()
-                    .iter()
-                    .map(|(k, v)| (*k, v.clone()))
-                    .collect();
-                self.net.update_nodes(nodes, now);
+                self.net.update_nodes(self.metadata.nodes(), now);
                 // A recreated topic has no producer state on the broker: its partitions'
                 // sequences start over at 0.
                 for topic in &update.recreated {

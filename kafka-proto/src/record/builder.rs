@@ -69,15 +69,10 @@ pub struct BatchBuilder {
 impl BatchBuilder {
     /// A builder whose buffer starts with room for `capacity` bytes of records.
     pub fn new(compression: Compression, capacity: usize) -> Self {
-        let mut buf = BytesMut::with_capacity(BATCH_HEADER_LEN + capacity);
-        buf.put_bytes(0, BATCH_HEADER_LEN);
-        BatchBuilder {
-            buf,
+        Self::with_buffer(
             compression,
-            count: 0,
-            base_timestamp: 0,
-            max_timestamp: i64::MIN,
-        }
+            BytesMut::with_capacity(BATCH_HEADER_LEN + capacity),
+        )
     }
 
     /// A builder reusing `buf`'s allocation (a recycled block from an earlier batch).
