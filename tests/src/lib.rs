@@ -1,1 +1,5 @@
-//! Shared helpers for the cross-crate tests.
+//! Shared helpers for the cross-crate tests: a real broker (Tansu) per test binary, and a
+//! small blocking driver that runs the sans-IO core over real sockets.
+
+pub mod blocking;
+pub mod broker;

@@ -1,0 +1,89 @@
+//! A real Kafka-compatible broker (Tansu, memory storage) on a free loopback port, started per
+//! test binary and stopped when dropped. A missing broker is a test failure, never a skip.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running Tansu broker.
+pub struct Broker {
+    child: Child,
+    bin: PathBuf,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+impl Broker {
+    /// Installs Tansu if needed (via `scripts/broker bin`) and starts it.
+    pub fn start() -> Broker {
+        let out = Command::new("bash")
+            .arg(repo_root().join("scripts/broker"))
+            .arg("bin")
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run scripts/broker bin");
+        assert!(
+            out.status.success(),
+            "scripts/broker bin failed: cannot install Tansu"
+        );
+        let bin = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let url = format!("tcp://{addr}");
+        let child = Command::new(&bin)
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .args(["--storage-engine", "memory://tansu/"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tansu");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(&addr).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "Tansu did not answer on {addr} within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Broker { child, bin, addr }
+    }
+
+    /// Creates a topic with `partitions` partitions.
+    pub fn create_topic(&self, name: &str, partitions: u32) {
+        let status = Command::new(&self.bin)
+            .args([
+                "topic",
+                "create",
+                "--broker",
+                &format!("tcp://{}", self.addr),
+            ])
+            .args(["--partitions", &partitions.to_string(), name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run tansu topic create");
+        assert!(status.success(), "tansu topic create {name} failed");
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
