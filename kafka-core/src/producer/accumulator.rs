@@ -207,9 +207,20 @@ impl Accumulator {
             }
         }
         let need = BATCH_HEADER_LEN + record_size(r);
-        let block = self.batch_size.max(need);
+        let mut block = self.batch_size.max(need);
+        let had_waiters = self.pool.waiters;
         if !self.pool.try_reserve(block) {
-            return Err(NoMemory);
+            // Memory is tight: take what is free, down to exactly this record, rather than
+            // refuse. Records that waited for metadata hold their own size, so placing them
+            // always makes progress; batches are smaller only while memory is short.
+            let free = self.pool.total.saturating_sub(self.pool.used);
+            if free < need {
+                return Err(NoMemory);
+            }
+            // try_reserve flagged a waiter, but nothing was refused: keep the flag as it was.
+            self.pool.waiters = had_waiters;
+            block = free.min(block);
+            self.pool.used += block;
         }
         let mut b = match self.free.pop() {
             Some(buf) if block == self.batch_size => {

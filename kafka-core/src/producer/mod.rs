@@ -178,12 +178,24 @@ impl Producer {
     /// Queues a record. On success its outcome arrives later as a
     /// [`ProducerEvent::Outcome`] with the returned token. Errors leave nothing queued.
     pub fn send(&mut self, record: ProducerRecord, now: Instant) -> Result<RecordToken, SendError> {
+        self.send_or_return(record, now).map_err(|(e, _)| e)
+    }
+
+    /// [`Producer::send`], handing the record back on error, so that a driver can hold it
+    /// while it waits for memory after [`SendError::BufferFull`] and send it again.
+    // Returning the record by value is the point; boxing would allocate on every refusal.
+    #[allow(clippy::result_large_err)]
+    pub fn send_or_return(
+        &mut self,
+        record: ProducerRecord,
+        now: Instant,
+    ) -> Result<RecordToken, (SendError, ProducerRecord)> {
         self.now = self.now.max(now);
         if self.closing.is_some() {
-            return Err(SendError::Closed);
+            return Err((SendError::Closed, record));
         }
         if let Some(p) = record.partition.filter(|p| *p < 0) {
-            return Err(SendError::InvalidPartition(p));
+            return Err((SendError::InvalidPartition(p), record));
         }
         let size = record_size(&record) + kafka_proto::record::BATCH_HEADER_LEN;
         for (limit_name, limit) in [
@@ -191,23 +203,31 @@ impl Producer {
             ("buffer.memory", self.cfg.buffer_memory),
         ] {
             if size > limit {
-                return Err(SendError::RecordTooLarge {
-                    size,
-                    limit_name,
-                    limit,
-                });
+                return Err((
+                    SendError::RecordTooLarge {
+                        size,
+                        limit_name,
+                        limit,
+                    },
+                    record,
+                ));
             }
         }
+        // Tokens are never reused, even by a refused send: outcomes are matched by token.
         let token = RecordToken(self.next_token);
+        self.next_token += 1;
         self.metadata.use_topic(&record.topic, now);
         // Outstanding before appending: an append may resolve the token at once.
         self.outstanding.insert(token.0);
         let wake = if self.metadata.topic(&record.topic).is_some() {
             match self.append(token, record, now + self.cfg.delivery_timeout) {
                 Ok(wake) => wake,
-                Err(NoMemory) => {
+                Err((NoMemory, record)) => {
                     self.outstanding.remove(token.0);
-                    return Err(SendError::BufferFull);
+                    // A waiter makes every batch ready: send them now, or nothing frees
+                    // memory until linger.ms.
+                    self.drive(now);
+                    return Err((SendError::BufferFull, record));
                 }
             }
         } else {
@@ -215,7 +235,8 @@ impl Producer {
             if self.acc.pool.used + size > self.acc.pool.total {
                 self.acc.pool.waiters = true;
                 self.outstanding.remove(token.0);
-                return Err(SendError::BufferFull);
+                self.drive(now);
+                return Err((SendError::BufferFull, record));
             }
             self.acc.pool.used += size;
             self.pending.push_back(Pending {
@@ -226,7 +247,6 @@ impl Producer {
             });
             true
         };
-        self.next_token += 1;
         // Only a new batch (or a full one, which opens a new one) wakes the sender; appending
         // to an open batch changes nothing it would act on.
         if wake {
@@ -237,12 +257,13 @@ impl Producer {
 
     /// Partitions and appends a record whose topic metadata is known. Returns whether the
     /// sender should wake (a new batch opened, or the record resolved at once).
+    #[allow(clippy::result_large_err)] // the record comes back by value, as above
     fn append(
         &mut self,
         token: RecordToken,
         r: ProducerRecord,
         deadline: Instant,
-    ) -> Result<bool, NoMemory> {
+    ) -> Result<bool, (NoMemory, ProducerRecord)> {
         let topic = self
             .metadata
             .topic(&r.topic)
@@ -294,7 +315,13 @@ impl Producer {
         // The record is ours: move its topic into the key instead of cloning it.
         let mut r = r;
         let tp = (std::mem::take(&mut r.topic), partition);
-        let appended = self.acc.append(&tp, &r, token, self.now, deadline)?;
+        let appended = match self.acc.append(&tp, &r, token, self.now, deadline) {
+            Ok(a) => a,
+            Err(NoMemory) => {
+                r.topic = tp.0; // hand the record back whole
+                return Err((NoMemory, r));
+            }
+        };
         if r.partition.is_none() && (r.key.is_none() || self.cfg.partitioner_ignore_keys) {
             self.partitioner
                 .on_append(&tp.0, partition as u32, appended.bytes, appended.new_batch);
@@ -766,8 +793,9 @@ impl Producer {
             self.acc.pool.used -= p.size.min(self.acc.pool.used);
             let deadline = now + self.cfg.delivery_timeout;
             if self.append(p.token, p.record.clone(), deadline).is_err() {
+                // Keep the waiters flag as it is: a user send may still be waiting for memory,
+                // and only a release should clear it (with a MemoryAvailable event).
                 self.acc.pool.used += p.size;
-                self.acc.pool.waiters = false;
                 keep.push_back(p);
             }
         }

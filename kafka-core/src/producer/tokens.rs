@@ -14,11 +14,15 @@ pub(crate) struct Outstanding {
 }
 
 impl Outstanding {
-    /// Adds the next token; tokens must be added in increasing order.
+    /// Adds the next token; tokens must be added in increasing order and never reused.
     pub fn insert(&mut self, token: u64) {
         if self.flags.is_empty() {
             self.base = token;
         }
+        debug_assert!(
+            token >= self.base + self.flags.len() as u64,
+            "token {token} reused or out of order"
+        );
         let index = (token - self.base) as usize;
         while self.flags.len() < index {
             self.flags.push_back(false);
