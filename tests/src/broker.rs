@@ -4,6 +4,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// A running Tansu broker.
@@ -21,17 +22,23 @@ fn repo_root() -> PathBuf {
 impl Broker {
     /// Installs Tansu if needed (via `scripts/broker bin`) and starts it.
     pub fn start() -> Broker {
-        let out = Command::new("bash")
-            .arg(repo_root().join("scripts/broker"))
-            .arg("bin")
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run scripts/broker bin");
-        assert!(
-            out.status.success(),
-            "scripts/broker bin failed: cannot install Tansu"
-        );
-        let bin = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        // Once per process: the tests of one binary start brokers in parallel.
+        static BIN: OnceLock<PathBuf> = OnceLock::new();
+        let bin = BIN
+            .get_or_init(|| {
+                let out = Command::new("bash")
+                    .arg(repo_root().join("scripts/broker"))
+                    .arg("bin")
+                    .stderr(Stdio::inherit())
+                    .output()
+                    .expect("run scripts/broker bin");
+                assert!(
+                    out.status.success(),
+                    "scripts/broker bin failed: cannot install Tansu (needs python3 and PyPI)"
+                );
+                PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+            })
+            .clone();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
