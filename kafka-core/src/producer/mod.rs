@@ -8,6 +8,7 @@
 
 mod accumulator;
 mod completion;
+mod idempotence;
 mod tokens;
 mod types;
 
@@ -23,6 +24,7 @@ use kafka_proto::ErrorCode;
 
 pub use accumulator::TopicPartition;
 use accumulator::{record_size, Accumulator, Batch, NoMemory};
+use idempotence::{seq_add, PartitionSequence};
 pub use types::*;
 
 use crate::backoff::Backoff;
@@ -65,25 +67,6 @@ fn is_leadership_error(e: ErrorCode) -> bool {
             | ErrorCode::UnknownTopicId
             | ErrorCode::InconsistentTopicId
     )
-}
-
-/// Idempotence bookkeeping for one partition. Epochs are per partition on the broker, so a
-/// bump (KIP-360) moves only the partition that lost its sequence state.
-#[derive(Debug, Clone, Copy)]
-struct PartitionSequence {
-    /// The epoch this partition's batches are sealed under.
-    epoch: i16,
-    /// The next sequence to assign.
-    next: i32,
-    /// The sequence after the last acknowledged batch: what the broker expects next.
-    acked_next: i32,
-    /// An epoch bump is due once nothing is in flight for the partition.
-    bump: bool,
-}
-
-/// Sequences wrap at i32::MAX, as on the broker.
-fn seq_add(s: i32, n: usize) -> i32 {
-    ((i64::from(s) + n as i64) % (i64::from(i32::MAX) + 1)) as i32
 }
 
 /// The producer state machine.
@@ -448,55 +431,6 @@ impl Producer {
             .is_ok()
         {
             self.pid_in_flight = true;
-        }
-    }
-
-    /// KIP-360 for the idempotent producer: a partition whose sequence state the broker lost
-    /// (or may have: a batch expired in flight) restarts at sequence 0 under a higher epoch,
-    /// once nothing of it is in flight. Only an epoch overflow asks for a new producer id.
-    fn apply_epoch_bumps(&mut self) {
-        let Some((pid, epoch)) = self.producer_id else {
-            return;
-        };
-        let due: Vec<TopicPartition> = self
-            .sequences
-            .iter()
-            .filter(|(tp, p)| p.bump && !self.in_flight_per_tp.contains_key(*tp))
-            .map(|(tp, _)| tp.clone())
-            .collect();
-        if due.is_empty() {
-            return;
-        }
-        if epoch == i16::MAX {
-            // No higher epoch exists: get a new producer id, and start every partition over.
-            self.producer_id = None;
-            let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
-            self.sequences.clear();
-            for tp in all {
-                self.acc.reset_sequences(&tp);
-            }
-            return;
-        }
-        let new_epoch = epoch + 1;
-        self.producer_id = Some((pid, new_epoch));
-        for tp in due {
-            self.sequences.insert(
-                tp.clone(),
-                PartitionSequence {
-                    epoch: new_epoch,
-                    next: 0,
-                    acked_next: 0,
-                    bump: false,
-                },
-            );
-            self.acc.reset_sequences(&tp);
-        }
-    }
-
-    /// Marks a partition for an epoch bump (idempotent producers only).
-    pub(super) fn request_bump(&mut self, tp: &TopicPartition) {
-        if let Some(p) = self.sequences.get_mut(tp) {
-            p.bump = true;
         }
     }
 
