@@ -238,15 +238,7 @@ impl Fetcher {
             .map_or(-1, |p| p.high_watermark)
     }
 
-    crate::net::network_inputs!();
-
-    /// The next output: network actions first, then events.
-    pub fn poll_output(&mut self) -> Option<Output> {
-        if let Some(t) = self.net.poll_transmit() {
-            return Some(Output::Transmit(t));
-        }
-        self.events.pop_front().map(Output::Event)
-    }
+    crate::net::network_io!();
 
     /// When to call [`Fetcher::handle_timeout`] next. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {

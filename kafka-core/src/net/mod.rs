@@ -715,10 +715,20 @@ impl<T> Network<T> {
     }
 }
 
-/// Gives a state machine that owns a `net: Network<_>` and a `drive(now)` step the five
-/// network inputs, each passed to the connection manager and followed by one step.
-macro_rules! network_inputs {
+/// Gives a state machine that owns a `net: Network<_>`, a `drive(now)` step and an
+/// `events` queue its network surface: the five network inputs, each passed to the
+/// connection manager and followed by one step, and `poll_output` over its `Output` type
+/// (network actions first, then user events).
+macro_rules! network_io {
     () => {
+        /// The next output: network actions first, then user events.
+        pub fn poll_output(&mut self) -> Option<Output> {
+            if let Some(t) = self.net.poll_transmit() {
+                return Some(Output::Transmit(t));
+            }
+            self.events.pop_front().map(Output::Event)
+        }
+
         /// The adapter connected a connection.
         pub fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
             self.net.handle_connected(conn, now);
@@ -755,4 +765,4 @@ macro_rules! network_inputs {
         }
     };
 }
-pub(crate) use network_inputs;
+pub(crate) use network_io;

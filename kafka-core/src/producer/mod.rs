@@ -334,15 +334,7 @@ impl Producer {
         self.fail_everything();
     }
 
-    crate::net::network_inputs!();
-
-    /// The next output: network actions first, then user events.
-    pub fn poll_output(&mut self) -> Option<Output> {
-        if let Some(t) = self.net.poll_transmit() {
-            return Some(Output::Transmit(t));
-        }
-        self.events.pop_front().map(Output::Event)
-    }
+    crate::net::network_io!();
 
     /// When to call [`Producer::handle_timeout`] next. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
@@ -698,16 +690,19 @@ impl Producer {
                 break;
             }
             let p = self.pending.pop_front().expect("checked");
-            self.free_pending(p.size);
             let error = DeliveryError::MetadataTimeout(p.record.topic.clone());
-            self.resolve(
-                p.token,
-                Outcome::Failed {
-                    error,
-                    certainty: Certainty::NotSent,
-                },
-            );
+            self.fail_pending(p, error);
         }
+    }
+
+    /// Fails a record that never left the pending queue: it was never sent.
+    fn fail_pending(&mut self, p: Pending, error: DeliveryError) {
+        self.free_pending(p.size);
+        let outcome = Outcome::Failed {
+            error,
+            certainty: Certainty::NotSent,
+        };
+        self.resolve(p.token, outcome);
     }
 
     fn free_pending(&mut self, size: usize) {
@@ -743,14 +738,7 @@ impl Producer {
             .partition(|p| p.record.topic == topic);
         self.pending = keep.into();
         for p in gone {
-            self.free_pending(p.size);
-            self.resolve(
-                p.token,
-                Outcome::Failed {
-                    error: error.clone(),
-                    certainty: Certainty::NotSent,
-                },
-            );
+            self.fail_pending(p, error.clone());
         }
     }
 
@@ -770,14 +758,7 @@ impl Producer {
         }
         let pending: Vec<Pending> = self.pending.drain(..).collect();
         for p in pending {
-            self.free_pending(p.size);
-            self.resolve(
-                p.token,
-                Outcome::Failed {
-                    error: error.clone(),
-                    certainty: Certainty::NotSent,
-                },
-            );
+            self.fail_pending(p, error.clone());
         }
     }
 

@@ -153,15 +153,9 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[(&str, Option<&[u8]>)],
     ) -> Option<usize> {
-        let first = self.count == 0;
-        let body = if first {
-            // The first record's timestamp delta is 0 whatever its timestamp.
-            self.body_len(self.base_timestamp, key, value, headers)
-        } else {
-            self.body_len(timestamp, key, value, headers)
-        };
+        let body = self.body_len(timestamp, key, value, headers);
         let add = varint_len(body as i32) + body;
-        if self.buf.len() + add > limit && !first {
+        if self.buf.len() + add > limit && self.count > 0 {
             return None;
         }
         self.write_record(body, timestamp, key, value, headers);
@@ -176,9 +170,8 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[(&str, Option<&[u8]>)],
     ) -> i32 {
-        if self.count == 0 {
-            self.base_timestamp = timestamp;
-        }
+        // body_len gives the first record a timestamp delta of 0; write_record then makes
+        // its timestamp the batch's base.
         let body = self.body_len(timestamp, key, value, headers);
         self.write_record(body, timestamp, key, value, headers)
     }
