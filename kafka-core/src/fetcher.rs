@@ -28,7 +28,7 @@ use kafka_proto::{DecodeError, ErrorCode};
 use crate::backoff::Backoff;
 use crate::config::{ConsumerConfig, OffsetReset};
 use crate::metadata::Metadata;
-use crate::net::{NetConfig, NetEvent, Network, NodeId, Purpose, Transmit};
+use crate::net::{NetConfig, NetEvent, Network, NodeId, Purpose};
 use crate::producer::TopicPartition;
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -99,13 +99,7 @@ pub enum FetchEvent {
 }
 
 /// What the fetcher asks of its driver.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Output {
-    /// A network action.
-    Transmit(Transmit),
-    /// A user event.
-    Event(FetchEvent),
-}
+pub type Output = crate::net::Output<FetchEvent>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Tag {
@@ -144,6 +138,8 @@ pub struct Fetcher {
 
 const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;
+
+crate::net::network_io!(Fetcher, FetchEvent);
 
 impl Fetcher {
     /// A fetcher. Nothing connects until partitions are assigned.
@@ -237,8 +233,6 @@ impl Fetcher {
             .get(&(topic.to_owned(), partition))
             .map_or(-1, |p| p.high_watermark)
     }
-
-    crate::net::network_io!();
 
     /// When to call [`Fetcher::handle_timeout`] next. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {

@@ -59,6 +59,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod backoff;
 pub mod config;
 pub mod fetcher;
@@ -69,7 +70,9 @@ pub mod producer;
 pub mod rng;
 pub mod time;
 
-pub use config::{Acks, ConfigError, ProducerConfig};
+pub use admin::Admin;
+pub use config::{Acks, AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};
+pub use fetcher::Fetcher;
 pub use kafka_proto as proto;
 pub use producer::Producer;
 pub use time::Instant;

@@ -1,12 +1,14 @@
 //! Client configuration with Java's key names and defaults: typed values, parsing from a string
 //! map, and errors that name the key and the rule it broke.
 
+mod admin;
 mod consumer;
 mod parse;
 mod producer;
 
 use thiserror::Error;
 
+pub use admin::AdminConfig;
 pub use consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 pub use parse::HostPort;
 pub use producer::{Acks, MetadataRecoveryStrategy, ProducerConfig, ProducerConfigBuilder};

@@ -13,6 +13,7 @@
 //!   response's `throttle_time_ms` mutes its connection (KIP-219).
 
 mod connection;
+mod machine;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -29,6 +30,7 @@ use crate::rng::Rng;
 use crate::time::Instant;
 pub use connection::Peer;
 use connection::{Connection, InFlight, State, Tag};
+pub use machine::{Machine, Output};
 
 /// A broker's node id.
 pub type NodeId = i32;
@@ -171,6 +173,19 @@ impl NetConfig {
             reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
             max_idle: c.connections_max_idle,
             // One fetch per broker at a time, plus room for metadata and offset lookups.
+            max_in_flight: 5,
+            seed: c.random_seed,
+        }
+    }
+
+    /// The network settings of an admin configuration.
+    pub fn from_admin(c: &crate::config::AdminConfig) -> Self {
+        NetConfig {
+            client_id: c.client_id.clone(),
+            request_timeout: c.request_timeout,
+            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
+            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
+            max_idle: c.connections_max_idle,
             max_in_flight: 5,
             seed: c.random_seed,
         }
@@ -720,48 +735,84 @@ impl<T> Network<T> {
 /// connection manager and followed by one step, and `poll_output` over its `Output` type
 /// (network actions first, then user events).
 macro_rules! network_io {
-    () => {
-        /// The next output: network actions first, then user events.
-        pub fn poll_output(&mut self) -> Option<Output> {
-            if let Some(t) = self.net.poll_transmit() {
-                return Some(Output::Transmit(t));
+    ($ty:ty, $event:ty) => {
+        impl $ty {
+            /// The next output: network actions first, then user events.
+            pub fn poll_output(&mut self) -> Option<$crate::net::Output<$event>> {
+                if let Some(t) = self.net.poll_transmit() {
+                    return Some($crate::net::Output::Transmit(t));
+                }
+                self.events.pop_front().map($crate::net::Output::Event)
             }
-            self.events.pop_front().map(Output::Event)
+
+            /// The adapter connected a connection.
+            pub fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+                self.net.handle_connected(conn, now);
+                self.drive(now);
+            }
+
+            /// The adapter could not connect (refused, unreachable, DNS failure).
+            pub fn handle_connect_failed(
+                &mut self,
+                conn: $crate::net::ConnId,
+                now: $crate::Instant,
+            ) {
+                self.net.handle_connect_failed(conn, now);
+                self.drive(now);
+            }
+
+            /// Bytes arrived on a connection.
+            pub fn handle_received(
+                &mut self,
+                conn: $crate::net::ConnId,
+                data: &[u8],
+                now: $crate::Instant,
+            ) {
+                self.net.handle_received(conn, data, now);
+                self.drive(now);
+            }
+
+            /// A connection closed.
+            pub fn handle_closed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+                self.net.handle_closed(conn, now);
+                self.drive(now);
+            }
+
+            /// Time passed: expire, retry, linger.
+            pub fn handle_timeout(&mut self, now: $crate::Instant) {
+                self.net.handle_timeout(now);
+                self.drive(now);
+            }
         }
 
-        /// The adapter connected a connection.
-        pub fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
-            self.net.handle_connected(conn, now);
-            self.drive(now);
-        }
-
-        /// The adapter could not connect (refused, unreachable, DNS failure).
-        pub fn handle_connect_failed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
-            self.net.handle_connect_failed(conn, now);
-            self.drive(now);
-        }
-
-        /// Bytes arrived on a connection.
-        pub fn handle_received(
-            &mut self,
-            conn: $crate::net::ConnId,
-            data: &[u8],
-            now: $crate::Instant,
-        ) {
-            self.net.handle_received(conn, data, now);
-            self.drive(now);
-        }
-
-        /// A connection closed.
-        pub fn handle_closed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
-            self.net.handle_closed(conn, now);
-            self.drive(now);
-        }
-
-        /// Time passed: expire, retry, linger.
-        pub fn handle_timeout(&mut self, now: $crate::Instant) {
-            self.net.handle_timeout(now);
-            self.drive(now);
+        impl $crate::net::Machine for $ty {
+            type Event = $event;
+            fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+                <$ty>::handle_connected(self, conn, now)
+            }
+            fn handle_connect_failed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+                <$ty>::handle_connect_failed(self, conn, now)
+            }
+            fn handle_received(
+                &mut self,
+                conn: $crate::net::ConnId,
+                data: &[u8],
+                now: $crate::Instant,
+            ) {
+                <$ty>::handle_received(self, conn, data, now)
+            }
+            fn handle_closed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+                <$ty>::handle_closed(self, conn, now)
+            }
+            fn handle_timeout(&mut self, now: $crate::Instant) {
+                <$ty>::handle_timeout(self, now)
+            }
+            fn poll_output(&mut self) -> Option<$crate::net::Output<$event>> {
+                <$ty>::poll_output(self)
+            }
+            fn poll_timeout(&self) -> Option<$crate::Instant> {
+                <$ty>::poll_timeout(self)
+            }
         }
     };
 }

@@ -102,6 +102,8 @@ pub struct Producer {
     stalled_since: BTreeMap<NodeId, Instant>,
 }
 
+crate::net::network_io!(Producer, ProducerEvent);
+
 impl Producer {
     /// A producer. Nothing connects until the first `send`.
     pub fn new(cfg: ProducerConfig) -> Self {
@@ -333,8 +335,6 @@ impl Producer {
     pub fn abort(&mut self) {
         self.fail_everything();
     }
-
-    crate::net::network_io!();
 
     /// When to call [`Producer::handle_timeout`] next. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {

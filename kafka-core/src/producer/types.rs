@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use kafka_proto::ErrorCode;
 
-use crate::net::{RequestError, Transmit};
+use crate::net::RequestError;
 
 /// A record to send. `timestamp` is CreateTime in epoch ms; the adapter fills it from the wall
 /// clock when the user leaves it empty (the core never reads a clock).
@@ -162,10 +162,4 @@ pub enum ProducerEvent {
 }
 
 /// What the producer asks of its driver.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
-    /// A network action.
-    Transmit(Transmit),
-    /// A user event.
-    Event(ProducerEvent),
-}
+pub type Output = crate::net::Output<ProducerEvent>;

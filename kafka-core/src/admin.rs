@@ -1,0 +1,615 @@
+//! The sans-IO admin client: cluster metadata, and creating and deleting topics.
+//!
+//! - Metadata goes to the least-loaded node; CreateTopics and DeleteTopics go to the
+//!   controller that metadata names (NOT_CONTROLLER refreshes it and retries).
+//! - Each operation is bounded by `default.api.timeout.ms`, retries included; each request by
+//!   `request.timeout.ms`. Retriable errors retry with backoff, per topic.
+//! - Every operation ends in exactly one [`AdminEvent`].
+
+use std::collections::{BTreeMap, VecDeque};
+
+use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::create_topics_request::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+};
+use kafka_proto::messages::delete_topics_request::{DeleteTopicState, DeleteTopicsRequest};
+use kafka_proto::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
+use kafka_proto::messages::metadata_response::MetadataResponse;
+use kafka_proto::{ErrorCode, NegotiationError};
+use uuid::Uuid;
+
+use crate::backoff::Backoff;
+use crate::config::{AdminConfig, HostPort};
+use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, SendError};
+use crate::rng::Rng;
+use crate::time::Instant;
+
+/// An operation's id, returned when it starts and repeated in its [`AdminEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(pub u64);
+
+/// A topic to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTopic {
+    /// Its name.
+    pub name: String,
+    /// Its partition count, or -1 for the broker's default.
+    pub partitions: i32,
+    /// Its replication factor, or -1 for the broker's default.
+    pub replication_factor: i16,
+    /// Topic configs (`cleanup.policy`, `retention.ms`, ...).
+    pub configs: Vec<(String, String)>,
+}
+
+impl NewTopic {
+    /// A topic with `partitions` partitions and the broker's default replication.
+    pub fn new(name: impl Into<String>, partitions: i32) -> Self {
+        NewTopic {
+            name: name.into(),
+            partitions,
+            replication_factor: -1,
+            configs: Vec::new(),
+        }
+    }
+}
+
+/// A broker, as metadata lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerMetadata {
+    /// Its node id.
+    pub id: NodeId,
+    /// Its advertised address.
+    pub addr: HostPort,
+    /// Its rack, if configured.
+    pub rack: Option<String>,
+}
+
+/// A partition, as metadata lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionMetadata {
+    /// Its index.
+    pub partition: i32,
+    /// Its leader, if it has one.
+    pub leader: Option<NodeId>,
+    /// The leader epoch (-1 if the broker does not say).
+    pub leader_epoch: i32,
+    /// Replica node ids.
+    pub replicas: Vec<NodeId>,
+    /// In-sync replica node ids.
+    pub isr: Vec<NodeId>,
+    /// A partition error, such as LEADER_NOT_AVAILABLE.
+    pub error: Option<ErrorCode>,
+}
+
+/// A topic, as metadata lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicMetadata {
+    /// Its name.
+    pub name: String,
+    /// Its id (nil from brokers before Kafka 2.8).
+    pub id: Uuid,
+    /// Whether it is internal (`__consumer_offsets`).
+    pub internal: bool,
+    /// A topic error, such as UNKNOWN_TOPIC_OR_PARTITION.
+    pub error: Option<ErrorCode>,
+    /// Its partitions, by index.
+    pub partitions: Vec<PartitionMetadata>,
+}
+
+/// The cluster, as one Metadata response describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterMetadata {
+    /// The cluster id, if the broker reports one.
+    pub cluster_id: Option<String>,
+    /// The controller's node id, if known.
+    pub controller: Option<NodeId>,
+    /// The brokers, by id.
+    pub brokers: Vec<BrokerMetadata>,
+    /// The topics asked for (or all of them), by name.
+    pub topics: Vec<TopicMetadata>,
+}
+
+impl ClusterMetadata {
+    fn from_response(r: &MetadataResponse) -> Self {
+        let mut brokers: Vec<BrokerMetadata> = r
+            .brokers
+            .iter()
+            .filter_map(|b| {
+                Some(BrokerMetadata {
+                    id: b.node_id,
+                    addr: HostPort::new(b.host.clone(), u16::try_from(b.port).ok()?),
+                    rack: b.rack.clone(),
+                })
+            })
+            .collect();
+        brokers.sort_by_key(|b| b.id);
+        let mut topics: Vec<TopicMetadata> = r
+            .topics
+            .iter()
+            .map(|t| {
+                let mut partitions: Vec<PartitionMetadata> = t
+                    .partitions
+                    .iter()
+                    .map(|p| PartitionMetadata {
+                        partition: p.partition_index,
+                        leader: (p.leader_id >= 0).then_some(p.leader_id),
+                        leader_epoch: p.leader_epoch,
+                        replicas: p.replica_nodes.clone(),
+                        isr: p.isr_nodes.clone(),
+                        error: ErrorCode::from_code(p.error_code),
+                    })
+                    .collect();
+                partitions.sort_by_key(|p| p.partition);
+                TopicMetadata {
+                    name: t.name.clone().unwrap_or_default(),
+                    id: t.topic_id,
+                    internal: t.is_internal,
+                    error: ErrorCode::from_code(t.error_code),
+                    partitions,
+                }
+            })
+            .collect();
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        ClusterMetadata {
+            cluster_id: r.cluster_id.clone(),
+            controller: (r.controller_id >= 0).then_some(r.controller_id),
+            brokers,
+            topics,
+        }
+    }
+}
+
+/// Why an admin operation (or one topic of it) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdminError {
+    /// The broker answered with an error that retrying will not fix.
+    #[error("the broker refused: {code}{}", message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default())]
+    Broker {
+        /// The error code.
+        code: ErrorCode,
+        /// The broker's message, if any.
+        message: Option<String>,
+    },
+    /// `default.api.timeout.ms` passed without an answer.
+    #[error("no answer within default.api.timeout.ms{}; is the broker reachable?", last.as_deref().map(|m| format!(" (last problem: {m})")).unwrap_or_default())]
+    Timeout {
+        /// The last retriable problem seen, if any.
+        last: Option<String>,
+    },
+    /// The broker does not support the request at any version we speak.
+    #[error(transparent)]
+    Unsupported(#[from] NegotiationError),
+}
+
+/// What an operation produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminResult {
+    /// A metadata request's answer.
+    Metadata(Result<ClusterMetadata, AdminError>),
+    /// Per-topic results of a create or delete, in request order.
+    Topics(Vec<(String, Result<(), AdminError>)>),
+}
+
+/// An operation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminEvent {
+    /// Which.
+    pub op: OpId,
+    /// How.
+    pub result: AdminResult,
+}
+
+/// What the admin client asks of its driver.
+pub type Output = crate::net::Output<AdminEvent>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tag {
+    /// A refresh to learn the controller.
+    Refresh,
+    Op(OpId),
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Metadata(Option<Vec<String>>),
+    Create(Vec<NewTopic>, i32),
+    Delete(Vec<String>, i32),
+}
+
+#[derive(Debug, Clone)]
+struct Op {
+    kind: Kind,
+    deadline: Instant,
+    in_flight: bool,
+    retry_at: Option<Instant>,
+    failures: u32,
+    last_problem: Option<String>,
+    /// Per-topic results so far, by topic name (create/delete only).
+    done: BTreeMap<String, Result<(), AdminError>>,
+}
+
+/// The admin client state machine.
+#[derive(Debug)]
+pub struct Admin {
+    cfg: AdminConfig,
+    net: Network<Tag>,
+    controller: Option<NodeId>,
+    refreshing: bool,
+    next_op: u64,
+    ops: BTreeMap<OpId, Op>,
+    events: VecDeque<AdminEvent>,
+    backoff: Backoff,
+    rng: Rng,
+    now: Instant,
+}
+
+crate::net::network_io!(Admin, AdminEvent);
+
+impl Admin {
+    /// An admin client. Nothing connects until the first operation.
+    pub fn new(cfg: AdminConfig) -> Self {
+        Admin {
+            net: Network::new(NetConfig::from_admin(&cfg), cfg.bootstrap_servers.clone()),
+            controller: None,
+            refreshing: false,
+            next_op: 0,
+            ops: BTreeMap::new(),
+            events: VecDeque::new(),
+            backoff: Backoff::new(cfg.retry_backoff, cfg.retry_backoff_max),
+            rng: Rng::new(cfg.random_seed ^ 0x6164_6d69),
+            now: Instant::ZERO,
+            cfg,
+        }
+    }
+
+    /// Describes the cluster: brokers, controller, and `topics` (all of them when `None`).
+    pub fn metadata(&mut self, topics: Option<Vec<String>>, now: Instant) -> OpId {
+        self.start(Kind::Metadata(topics), now)
+    }
+
+    /// Creates topics; the broker waits up to `timeout_ms` for them to exist.
+    pub fn create_topics(&mut self, topics: Vec<NewTopic>, now: Instant) -> OpId {
+        let timeout = self.broker_timeout();
+        self.start(Kind::Create(topics, timeout), now)
+    }
+
+    /// Deletes topics by name.
+    pub fn delete_topics(&mut self, topics: Vec<String>, now: Instant) -> OpId {
+        let timeout = self.broker_timeout();
+        self.start(Kind::Delete(topics, timeout), now)
+    }
+
+    /// Fails every operation still running, at once.
+    pub fn abort(&mut self) {
+        for (op, o) in std::mem::take(&mut self.ops) {
+            let last = Some("the admin client was closed".to_owned());
+            self.finish(op, o, AdminError::Timeout { last });
+        }
+    }
+
+    /// How long the broker may take, inside our own request timeout.
+    fn broker_timeout(&self) -> i32 {
+        i32::try_from(self.cfg.request_timeout.as_millis()).unwrap_or(i32::MAX)
+    }
+
+    fn start(&mut self, kind: Kind, now: Instant) -> OpId {
+        let op = OpId(self.next_op);
+        self.next_op += 1;
+        self.ops.insert(
+            op,
+            Op {
+                kind,
+                deadline: now + self.cfg.default_api_timeout,
+                in_flight: false,
+                retry_at: None,
+                failures: 0,
+                last_problem: None,
+                done: BTreeMap::new(),
+            },
+        );
+        self.drive(now);
+        op
+    }
+
+    /// When to call [`Admin::handle_timeout`] next. A pure query.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let ops = self
+            .ops
+            .values()
+            .flat_map(|o| [Some(o.deadline), o.retry_at])
+            .flatten();
+        self.net.poll_timeout().into_iter().chain(ops).min()
+    }
+
+    fn drive(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        while let Some(e) = self.net.poll_event() {
+            self.on_event(e, now);
+        }
+        let expired: Vec<OpId> = self
+            .ops
+            .iter()
+            .filter(|(_, o)| o.deadline <= now && !o.in_flight)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            let o = self.ops.remove(&id).expect("listed above");
+            let last = o.last_problem.clone();
+            self.finish(id, o, AdminError::Timeout { last });
+        }
+        let ids: Vec<OpId> = self.ops.keys().copied().collect();
+        for id in ids {
+            self.try_send(id, now);
+        }
+    }
+
+    fn try_send(&mut self, id: OpId, now: Instant) {
+        let o = &self.ops[&id];
+        if o.in_flight || o.retry_at.is_some_and(|t| t > now) {
+            return;
+        }
+        let done: Vec<String> = o.done.keys().cloned().collect();
+        let open = |name: &String| !done.contains(name);
+        let sent = match o.kind.clone() {
+            Kind::Metadata(topics) => {
+                let Some(conn) = self.net.least_loaded(now) else {
+                    return;
+                };
+                let req = metadata_request(topics);
+                self.net.send(conn, &req, Tag::Op(id), true, now)
+            }
+            Kind::Create(topics, timeout_ms) => {
+                let Some(conn) = self.controller_conn(now) else {
+                    return;
+                };
+                let req = CreateTopicsRequest {
+                    topics: topics
+                        .iter()
+                        .filter(|t| open(&t.name))
+                        .map(|t| CreatableTopic {
+                            name: t.name.clone(),
+                            num_partitions: t.partitions,
+                            replication_factor: t.replication_factor,
+                            assignments: Vec::new(),
+                            configs: t
+                                .configs
+                                .iter()
+                                .map(|(k, v)| CreatableTopicConfig {
+                                    name: k.clone(),
+                                    value: Some(v.clone()),
+                                    ..Default::default()
+                                })
+                                .collect(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    timeout_ms,
+                    validate_only: false,
+                    ..Default::default()
+                };
+                self.net.send(conn, &req, Tag::Op(id), true, now)
+            }
+            Kind::Delete(names, timeout_ms) => {
+                let Some(conn) = self.controller_conn(now) else {
+                    return;
+                };
+                let names: Vec<String> = names.into_iter().filter(open).collect();
+                // v6 names topics in `topics`, older versions in `topic_names`; the encoder
+                // writes whichever the negotiated version has.
+                let req = DeleteTopicsRequest {
+                    topics: names
+                        .iter()
+                        .map(|n| DeleteTopicState {
+                            name: Some(n.clone()),
+                            topic_id: Uuid::nil(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    topic_names: names,
+                    timeout_ms,
+                    ..Default::default()
+                };
+                self.net.send(conn, &req, Tag::Op(id), true, now)
+            }
+        };
+        match sent {
+            Ok(_) => self.ops.get_mut(&id).expect("exists").in_flight = true,
+            Err(SendError::Version(e)) => {
+                let o = self.ops.remove(&id).expect("exists");
+                self.finish(id, o, AdminError::Unsupported(e));
+            }
+            Err(e) => self.retry(id, e.to_string(), now),
+        }
+    }
+
+    /// The controller's connection, learning who it is first if needed.
+    fn controller_conn(&mut self, now: Instant) -> Option<ConnId> {
+        match self.controller {
+            Some(node) if self.net.nodes().contains_key(&node) => {
+                self.net.ready(node, Purpose::Data, now)
+            }
+            _ => {
+                if !self.refreshing {
+                    if let Some(conn) = self.net.least_loaded(now) {
+                        let req = metadata_request(Some(Vec::new()));
+                        if self.net.send(conn, &req, Tag::Refresh, true, now).is_ok() {
+                            self.refreshing = true;
+                        }
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn learn(&mut self, resp: &MetadataResponse, now: Instant) {
+        let nodes: Vec<(NodeId, HostPort)> = resp
+            .brokers
+            .iter()
+            .filter_map(|b| {
+                Some((
+                    b.node_id,
+                    HostPort::new(b.host.clone(), u16::try_from(b.port).ok()?),
+                ))
+            })
+            .collect();
+        if !nodes.is_empty() {
+            self.net.update_nodes(nodes, now);
+        }
+        self.controller = (resp.controller_id >= 0).then_some(resp.controller_id);
+        if self.controller.is_none() {
+            // Brokers without a controller id (Metadata v0): any broker will do.
+            self.controller = self.net.nodes().keys().next().copied();
+        }
+    }
+
+    fn on_event(&mut self, e: NetEvent<Tag>, now: Instant) {
+        match e {
+            NetEvent::Response {
+                tag: Tag::Refresh,
+                body: ResponseBody::Metadata(resp),
+                ..
+            } => {
+                self.refreshing = false;
+                self.learn(&resp, now);
+            }
+            NetEvent::Failed {
+                tag: Tag::Refresh, ..
+            } => self.refreshing = false,
+            NetEvent::Response {
+                tag: Tag::Op(id),
+                body,
+                ..
+            } => {
+                let Some(o) = self.ops.get_mut(&id) else {
+                    return;
+                };
+                o.in_flight = false;
+                match body {
+                    ResponseBody::Metadata(resp) => {
+                        self.learn(&resp, now);
+                        self.ops.remove(&id);
+                        let m = ClusterMetadata::from_response(&resp);
+                        self.events.push_back(AdminEvent {
+                            op: id,
+                            result: AdminResult::Metadata(Ok(m)),
+                        });
+                    }
+                    ResponseBody::CreateTopics(resp) => {
+                        let results = resp
+                            .topics
+                            .into_iter()
+                            .map(|t| (t.name, t.error_code, t.error_message));
+                        self.topic_results(id, results.collect(), now);
+                    }
+                    ResponseBody::DeleteTopics(resp) => {
+                        let results = resp
+                            .responses
+                            .into_iter()
+                            .map(|t| (t.name.unwrap_or_default(), t.error_code, t.error_message));
+                        self.topic_results(id, results.collect(), now);
+                    }
+                    _ => debug_assert!(false, "response type does not match its request"),
+                }
+            }
+            NetEvent::Failed {
+                tag: Tag::Op(id),
+                error,
+                ..
+            } => {
+                if let Some(o) = self.ops.get_mut(&id) {
+                    o.in_flight = false;
+                    self.retry(id, error.to_string(), now);
+                }
+            }
+            NetEvent::Response { .. } => debug_assert!(false, "unexpected response"),
+        }
+    }
+
+    fn topic_results(
+        &mut self,
+        id: OpId,
+        results: Vec<(String, i16, Option<String>)>,
+        now: Instant,
+    ) {
+        let mut again = None;
+        let o = self.ops.get_mut(&id).expect("caller checked");
+        for (name, code, message) in results {
+            match ErrorCode::from_code(code) {
+                None => {
+                    o.done.insert(name, Ok(()));
+                }
+                Some(code) if code.is_retriable() || code == ErrorCode::NotController => {
+                    if code == ErrorCode::NotController {
+                        self.controller = None;
+                    }
+                    again = Some(format!("{name}: {code}"));
+                }
+                Some(code) => {
+                    o.done
+                        .insert(name, Err(AdminError::Broker { code, message }));
+                }
+            }
+        }
+        let all = match &o.kind {
+            Kind::Create(t, _) => t.iter().all(|t| o.done.contains_key(&t.name)),
+            Kind::Delete(t, _) => t.iter().all(|t| o.done.contains_key(t)),
+            Kind::Metadata(_) => true,
+        };
+        if all {
+            let o = self.ops.remove(&id).expect("exists");
+            let unused = AdminError::Timeout { last: None }; // every topic has its result
+            self.finish(id, o, unused);
+        } else {
+            let why = again.unwrap_or_else(|| "the broker left topics unanswered".into());
+            self.retry(id, why, now);
+        }
+    }
+
+    fn retry(&mut self, id: OpId, why: String, now: Instant) {
+        let o = self.ops.get_mut(&id).expect("caller checked");
+        o.retry_at = Some(now + self.backoff.delay(o.failures, &mut self.rng));
+        o.failures = o.failures.saturating_add(1);
+        o.last_problem = Some(why);
+    }
+
+    /// Emits the operation's one event: per-topic results for a create or delete, with
+    /// `error` for the topics still open; `error` itself for a metadata request.
+    fn finish(&mut self, op: OpId, o: Op, error: AdminError) {
+        let mut done = o.done;
+        let mut per_topic = |names: Vec<String>| {
+            names
+                .into_iter()
+                .map(|n| {
+                    let r = done.remove(&n).unwrap_or_else(|| Err(error.clone()));
+                    (n, r)
+                })
+                .collect()
+        };
+        let result = match o.kind {
+            Kind::Metadata(_) => AdminResult::Metadata(Err(error.clone())),
+            Kind::Create(topics, _) => {
+                AdminResult::Topics(per_topic(topics.into_iter().map(|t| t.name).collect()))
+            }
+            Kind::Delete(names, _) => AdminResult::Topics(per_topic(names)),
+        };
+        self.events.push_back(AdminEvent { op, result });
+    }
+}
+
+fn metadata_request(topics: Option<Vec<String>>) -> MetadataRequest {
+    MetadataRequest {
+        topics: topics.map(|ts| {
+            ts.into_iter()
+                .map(|t| MetadataRequestTopic {
+                    name: Some(t),
+                    ..Default::default()
+                })
+                .collect()
+        }),
+        allow_auto_topic_creation: false,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,46 @@
+//! The admin client's configuration: Java's AdminClientConfig keys and defaults that this
+//! client uses.
+
+use std::time::Duration;
+
+use super::parse::{self, HostPort};
+use super::{config_table, ConfigError};
+
+config_table! {
+    /// Admin client configuration.
+    pub struct AdminConfig {
+        /// `bootstrap.servers`.
+        bootstrap_servers: Vec<HostPort> = "bootstrap.servers", "", parse::hosts;
+        /// `client.id`.
+        client_id: String = "client.id", "", parse::string;
+        /// `request.timeout.ms`: one request's bound.
+        request_timeout: Duration = "request.timeout.ms", "30000", parse::millis(0);
+        /// `default.api.timeout.ms`: one operation's bound, retries included.
+        default_api_timeout: Duration = "default.api.timeout.ms", "60000", parse::millis(0);
+        /// `retry.backoff.ms`.
+        retry_backoff: Duration = "retry.backoff.ms", "100", parse::millis(0);
+        /// `retry.backoff.max.ms`.
+        retry_backoff_max: Duration = "retry.backoff.max.ms", "1000", parse::millis(0);
+        /// `reconnect.backoff.ms`.
+        reconnect_backoff: Duration = "reconnect.backoff.ms", "50", parse::millis(0);
+        /// `reconnect.backoff.max.ms`.
+        reconnect_backoff_max: Duration = "reconnect.backoff.max.ms", "1000", parse::millis(0);
+        /// `socket.connection.setup.timeout.ms`.
+        connection_setup_timeout: Duration = "socket.connection.setup.timeout.ms", "10000", parse::millis(0);
+        /// `socket.connection.setup.timeout.max.ms`.
+        connection_setup_timeout_max: Duration = "socket.connection.setup.timeout.max.ms", "30000", parse::millis(0);
+        /// `connections.max.idle.ms` (the admin client's default is 5 minutes).
+        connections_max_idle: Duration = "connections.max.idle.ms", "300000", parse::millis(0);
+        /// `random.seed` (not a Java key): seeds every random choice.
+        random_seed: u64 = "random.seed", "0", parse::int(0, i64::MAX);
+    }
+}
+
+impl AdminConfig {
+    /// Parses and validates a Java-style string map.
+    pub fn from_map<K: AsRef<str>, V: AsRef<str>>(
+        map: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Self, ConfigError> {
+        Self::parse_map(map)
+    }
+}

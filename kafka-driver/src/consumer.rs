@@ -1,0 +1,342 @@
+//! The assign-mode consumer handle and its driver session: the user pulls records; the driver
+//! hands over whole fetched batches, and the handle gives them out one by one.
+
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_channel::{mpsc, oneshot};
+use futures_util::stream::Stream;
+use kafka_core::config::{ConfigError, ConsumerConfig};
+use kafka_core::fetcher::{FetchError, FetchEvent, Fetcher, StartFrom};
+use kafka_core::proto::record::Headers;
+use kafka_core::Instant;
+
+use crate::driver::{self, Session};
+use crate::runtime::Runtime;
+
+/// A record read from a partition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumerRecord {
+    /// Its topic.
+    pub topic: Arc<str>,
+    /// Its partition.
+    pub partition: i32,
+    /// Its offset.
+    pub offset: i64,
+    /// Its timestamp (epoch ms).
+    pub timestamp: i64,
+    /// Its key.
+    pub key: Option<Bytes>,
+    /// Its value (`None` for a tombstone).
+    pub value: Option<Bytes>,
+    /// Its headers.
+    pub headers: Headers,
+}
+
+/// What [`Consumer::next_event`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConsumerEvent {
+    /// A record.
+    Record(ConsumerRecord),
+    /// The partition's position reached its high watermark: everything written so far was
+    /// read. Reported once each time the end is reached.
+    EndOfPartition {
+        /// The topic.
+        topic: Arc<str>,
+        /// The partition.
+        partition: i32,
+        /// The position (= the high watermark).
+        offset: i64,
+    },
+}
+
+/// Why the consumer could not deliver.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsumeError {
+    /// A partition stopped with an error.
+    #[error("{topic}-{partition}: {error}")]
+    Partition {
+        /// The topic.
+        topic: Arc<str>,
+        /// The partition.
+        partition: i32,
+        /// What went wrong.
+        error: FetchError,
+    },
+    /// The consumer's driver has stopped.
+    #[error("the consumer is closed")]
+    Closed,
+}
+
+pub(crate) enum Command {
+    Assign(Vec<(String, i32)>, StartFrom),
+    Seek(String, i32, StartFrom),
+    Pause(String, i32),
+    Resume(String, i32),
+    Position(String, i32, oneshot::Sender<Option<i64>>),
+    Next(oneshot::Sender<FetchEvent>),
+}
+
+/// An assign-mode Kafka consumer: it reads chosen partitions from chosen positions, without a
+/// group. Nothing connects until the first `assign`.
+pub struct Consumer<R> {
+    commands: mpsc::UnboundedSender<Command>,
+    local: VecDeque<ConsumerEvent>,
+    _runtime: PhantomData<fn() -> R>,
+}
+
+impl<R> std::fmt::Debug for Consumer<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer").finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> Consumer<R> {
+    /// Starts a consumer's driver.
+    pub fn new(config: ConsumerConfig) -> Self {
+        let (tx, rx) = mpsc::unbounded();
+        let session = ConsumerSession {
+            core: Fetcher::new(config),
+            ready: VecDeque::new(),
+            waiting: None,
+            finished: false,
+        };
+        R::spawn(driver::run::<R, _>(session, rx));
+        Consumer {
+            commands: tx,
+            local: VecDeque::new(),
+            _runtime: PhantomData,
+        }
+    }
+
+    /// From Java-style settings, for example `[("bootstrap.servers", "localhost:9092")]`.
+    pub fn from_map<K: AsRef<str>, V: AsRef<str>>(
+        settings: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self::new(ConsumerConfig::from_map(settings)?))
+    }
+
+    fn send(&self, cmd: Command) {
+        // A stopped driver shows up as `Closed` on the next `recv`.
+        let _ = self.commands.unbounded_send(cmd);
+    }
+
+    /// Adds partitions to read, each starting at `start`.
+    pub fn assign<T: Into<String>>(
+        &mut self,
+        partitions: impl IntoIterator<Item = (T, i32)>,
+        start: StartFrom,
+    ) {
+        let ps = partitions.into_iter().map(|(t, p)| (t.into(), p)).collect();
+        self.send(Command::Assign(ps, start));
+    }
+
+    /// Moves a partition's position; records of it not yet returned are dropped.
+    pub fn seek(&mut self, topic: &str, partition: i32, start: StartFrom) {
+        self.local.retain(|e| !is_of(e, topic, partition));
+        self.send(Command::Seek(topic.to_owned(), partition, start));
+    }
+
+    /// Stops fetching a partition (records already fetched are still returned).
+    pub fn pause(&mut self, topic: &str, partition: i32) {
+        self.send(Command::Pause(topic.to_owned(), partition));
+    }
+
+    /// Resumes a paused partition.
+    pub fn resume(&mut self, topic: &str, partition: i32) {
+        self.send(Command::Resume(topic.to_owned(), partition));
+    }
+
+    /// The offset of the next record `recv` will return for the partition, once known.
+    pub async fn position(&self, topic: &str, partition: i32) -> Option<i64> {
+        if let Some(ConsumerEvent::Record(r)) =
+            self.local.iter().find(|e| is_of(e, topic, partition))
+        {
+            return Some(r.offset);
+        }
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Position(topic.to_owned(), partition, tx));
+        rx.await.ok().flatten()
+    }
+
+    /// The next record. End-of-partition markers are skipped.
+    pub async fn recv(&mut self) -> Result<ConsumerRecord, ConsumeError> {
+        loop {
+            if let ConsumerEvent::Record(r) = self.next_event().await? {
+                return Ok(r);
+            }
+        }
+    }
+
+    /// The next record or end-of-partition marker.
+    pub async fn next_event(&mut self) -> Result<ConsumerEvent, ConsumeError> {
+        loop {
+            if let Some(e) = self.local.pop_front() {
+                return Ok(e);
+            }
+            let (tx, rx) = oneshot::channel();
+            self.commands
+                .unbounded_send(Command::Next(tx))
+                .map_err(|_| ConsumeError::Closed)?;
+            match rx.await.map_err(|_| ConsumeError::Closed)? {
+                FetchEvent::Records {
+                    topic,
+                    partition,
+                    records,
+                    ..
+                } => {
+                    let topic: Arc<str> = topic.into();
+                    self.local.extend(records.into_iter().map(|r| {
+                        ConsumerEvent::Record(ConsumerRecord {
+                            topic: topic.clone(),
+                            partition,
+                            offset: r.offset,
+                            timestamp: r.timestamp,
+                            key: r.key,
+                            value: r.value,
+                            headers: r.headers,
+                        })
+                    }));
+                }
+                FetchEvent::EndOfPartition {
+                    topic,
+                    partition,
+                    offset,
+                } => {
+                    return Ok(ConsumerEvent::EndOfPartition {
+                        topic: topic.into(),
+                        partition,
+                        offset,
+                    })
+                }
+                FetchEvent::Error {
+                    topic,
+                    partition,
+                    error,
+                } => {
+                    return Err(ConsumeError::Partition {
+                        topic: topic.into(),
+                        partition,
+                        error,
+                    })
+                }
+            }
+        }
+    }
+
+    /// The records as a `Stream` (each item is what `recv` would return).
+    pub fn stream(&mut self) -> impl Stream<Item = Result<ConsumerRecord, ConsumeError>> + '_ {
+        futures_util::stream::unfold(self, |c| async move {
+            let r = c.recv().await;
+            let stop = matches!(r, Err(ConsumeError::Closed));
+            (!stop).then_some((r, c))
+        })
+    }
+}
+
+fn is_of(e: &ConsumerEvent, topic: &str, partition: i32) -> bool {
+    match e {
+        ConsumerEvent::Record(r) => &*r.topic == topic && r.partition == partition,
+        ConsumerEvent::EndOfPartition {
+            topic: t,
+            partition: p,
+            ..
+        } => &**t == topic && *p == partition,
+    }
+}
+
+fn event_is_of(e: &FetchEvent, topic: &str, partition: i32) -> bool {
+    match e {
+        FetchEvent::Records {
+            topic: t,
+            partition: p,
+            ..
+        }
+        | FetchEvent::EndOfPartition {
+            topic: t,
+            partition: p,
+            ..
+        }
+        | FetchEvent::Error {
+            topic: t,
+            partition: p,
+            ..
+        } => t == topic && *p == partition,
+    }
+}
+
+struct ConsumerSession {
+    core: Fetcher,
+    /// Fetched and not yet asked for.
+    ready: VecDeque<FetchEvent>,
+    waiting: Option<oneshot::Sender<FetchEvent>>,
+    finished: bool,
+}
+
+impl ConsumerSession {
+    fn hand_over(&mut self) {
+        while let Some(w) = self.waiting.take() {
+            let Some(ev) = self.ready.pop_front() else {
+                self.waiting = Some(w);
+                return;
+            };
+            if let Err(ev) = w.send(ev) {
+                // The caller gave up waiting: keep the data for the next ask.
+                self.ready.push_front(ev);
+            }
+        }
+    }
+}
+
+impl Session for ConsumerSession {
+    type Command = Command;
+    type Core = Fetcher;
+
+    fn core(&mut self) -> &mut Fetcher {
+        &mut self.core
+    }
+
+    fn command(&mut self, cmd: Command, now: Instant) {
+        match cmd {
+            Command::Assign(ps, start) => self.core.assign(ps, start, now),
+            Command::Seek(t, p, start) => {
+                self.ready.retain(|e| !event_is_of(e, &t, p));
+                self.core.seek(&t, p, start, now);
+            }
+            Command::Pause(t, p) => self.core.pause(&t, p),
+            Command::Resume(t, p) => self.core.resume(&t, p, now),
+            Command::Position(t, p, reply) => {
+                let buffered = self.ready.iter().find_map(|e| match e {
+                    FetchEvent::Records {
+                        topic,
+                        partition,
+                        records,
+                        ..
+                    } if *topic == t && *partition == p => records.first().map(|r| r.offset),
+                    _ => None,
+                });
+                let _ = reply.send(buffered.or_else(|| self.core.position(&t, p)));
+            }
+            Command::Next(reply) => {
+                self.waiting = Some(reply);
+                self.hand_over();
+            }
+        }
+    }
+
+    fn event(&mut self, ev: FetchEvent, _now: Instant) {
+        self.ready.push_back(ev);
+        self.hand_over();
+    }
+
+    fn detached(&mut self, _now: Instant) {
+        self.finished = true;
+    }
+
+    fn finished(&self) -> bool {
+        self.finished
+    }
+}

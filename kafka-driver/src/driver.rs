@@ -1,0 +1,300 @@
+//! The driver loop: one task per client that carries bytes, time and user commands into a
+//! sans-IO core and its outputs back out. It makes no Kafka decision.
+//!
+//! Everything happens in one task's `poll`: commands, finished connects, socket reads, the
+//! timer, draining the core, and vectored socket writes. No task per socket, no channel per
+//! connection, and the read buffer is one fixed allocation, so the IO path allocates nothing
+//! per record.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::io::IoSlice;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use futures_channel::mpsc;
+use futures_io::{AsyncRead, AsyncWrite};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
+use kafka_core::net::{ConnId, Machine, Output, Transmit};
+use kafka_core::Instant;
+
+use crate::runtime::{Connecting, Runtime};
+
+/// The client-specific half of a driver: the core machine plus the bookkeeping that maps its
+/// events to the user's handles.
+pub(crate) trait Session: Send + 'static {
+    /// What the user's handle sends.
+    type Command: Send + 'static;
+    /// The sans-IO core.
+    type Core: Machine;
+    /// The core.
+    fn core(&mut self) -> &mut Self::Core;
+    /// A user command arrived.
+    fn command(&mut self, cmd: Self::Command, now: Instant);
+    /// The core emitted a user event.
+    fn event(&mut self, ev: <Self::Core as Machine>::Event, now: Instant);
+    /// Every user handle is gone.
+    fn detached(&mut self, now: Instant);
+    /// The session's own next deadline (besides the core's).
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+    /// The session's own deadline passed.
+    fn expire(&mut self, _now: Instant) {}
+    /// Whether the driver may stop.
+    fn finished(&self) -> bool;
+}
+
+struct Conn<R: Runtime> {
+    reader: R::Reader,
+    writer: R::Writer,
+    queue: VecDeque<Bytes>,
+}
+
+/// Reads per connection per round, so one busy socket cannot starve the others.
+const READS_PER_ROUND: usize = 8;
+/// Rounds with progress before yielding to the executor, so a flood cannot starve other tasks.
+const ROUNDS_PER_POLL: usize = 32;
+/// Frames per vectored write.
+const IOV_MAX: usize = 64;
+
+struct Driver<R: Runtime, S: Session> {
+    session: S,
+    commands: mpsc::UnboundedReceiver<S::Command>,
+    detached: bool,
+    start: std::time::Instant,
+    conns: BTreeMap<ConnId, Conn<R>>,
+    connecting: FuturesUnordered<ConnectTask<R>>,
+    read_buf: Box<[u8]>,
+    timer: Option<(R::Timer, Instant)>,
+}
+
+/// Runs a session until it is finished.
+pub(crate) async fn run<R: Runtime, S: Session>(
+    session: S,
+    commands: mpsc::UnboundedReceiver<S::Command>,
+) {
+    let mut d = Driver::<R, S> {
+        session,
+        commands,
+        detached: false,
+        start: std::time::Instant::now(),
+        conns: BTreeMap::new(),
+        connecting: FuturesUnordered::new(),
+        read_buf: vec![0; 256 * 1024].into_boxed_slice(),
+        timer: None,
+    };
+    std::future::poll_fn(|cx| d.poll(cx)).await
+}
+
+/// A connect attempt tagged with its connection id.
+struct ConnectTask<R: Runtime> {
+    conn: ConnId,
+    fut: Connecting<R>,
+}
+
+impl<R: Runtime> Future for ConnectTask<R> {
+    type Output = (ConnId, std::io::Result<(R::Reader, R::Writer)>);
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let conn = self.conn;
+        self.fut.poll_unpin(cx).map(|r| (conn, r))
+    }
+}
+
+impl<R: Runtime, S: Session> Driver<R, S> {
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        for _ in 0..ROUNDS_PER_POLL {
+            let now = self.now();
+            let mut progress = self.poll_commands(cx, now);
+            progress |= self.poll_connects(cx, now);
+            progress |= self.poll_reads(cx, now);
+            if self.session.core().poll_timeout().is_some_and(|t| t <= now) {
+                self.session.core().handle_timeout(now);
+                progress = true;
+            }
+            if self.session.deadline().is_some_and(|t| t <= now) {
+                self.session.expire(now);
+                progress = true;
+            }
+            progress |= self.drain(now);
+            progress |= self.poll_writes(cx, now);
+            if self.session.finished() {
+                return Poll::Ready(());
+            }
+            if !progress && !self.arm_timer(cx) {
+                return Poll::Pending;
+            }
+        }
+        // Still busy: let other tasks run, then continue.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    fn poll_commands(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        let mut progress = false;
+        while !self.detached {
+            match self.commands.poll_next_unpin(cx) {
+                Poll::Ready(Some(cmd)) => self.session.command(cmd, now),
+                Poll::Ready(None) => {
+                    self.detached = true;
+                    self.session.detached(now);
+                }
+                Poll::Pending => break,
+            }
+            progress = true;
+        }
+        progress
+    }
+
+    fn poll_connects(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        let mut progress = false;
+        while let Poll::Ready(Some((conn, result))) = self.connecting.poll_next_unpin(cx) {
+            progress = true;
+            match result {
+                Ok((reader, writer)) => {
+                    self.conns.insert(
+                        conn,
+                        Conn {
+                            reader,
+                            writer,
+                            queue: VecDeque::new(),
+                        },
+                    );
+                    self.session.core().handle_connected(conn, now);
+                }
+                Err(_) => self.session.core().handle_connect_failed(conn, now),
+            }
+        }
+        progress
+    }
+
+    fn poll_reads(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        let mut progress = false;
+        let mut closed = Vec::new();
+        for (&id, c) in self.conns.iter_mut() {
+            for _ in 0..READS_PER_ROUND {
+                match Pin::new(&mut c.reader).poll_read(cx, &mut self.read_buf) {
+                    Poll::Ready(Ok(n)) if n > 0 => {
+                        progress = true;
+                        self.session
+                            .core()
+                            .handle_received(id, &self.read_buf[..n], now);
+                    }
+                    Poll::Ready(_) => {
+                        closed.push(id);
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+        }
+        for id in closed {
+            progress = true;
+            self.conns.remove(&id);
+            self.session.core().handle_closed(id, now);
+        }
+        progress
+    }
+
+    fn drain(&mut self, now: Instant) -> bool {
+        let mut progress = false;
+        while let Some(out) = self.session.core().poll_output() {
+            progress = true;
+            match out {
+                Output::Transmit(Transmit::Connect { conn, addr }) => {
+                    self.connecting.push(ConnectTask {
+                        conn,
+                        fut: R::connect(addr.host.clone(), addr.port),
+                    });
+                }
+                Output::Transmit(Transmit::Send { conn, bytes }) => {
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.queue.push_back(bytes);
+                    }
+                }
+                Output::Transmit(Transmit::Close { conn }) => {
+                    self.conns.remove(&conn); // dropping both halves closes the socket
+                }
+                Output::Event(ev) => self.session.event(ev, now),
+            }
+        }
+        progress
+    }
+
+    fn poll_writes(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        let mut progress = false;
+        let mut failed = Vec::new();
+        for (&id, c) in self.conns.iter_mut() {
+            while !c.queue.is_empty() {
+                let mut slices = [IoSlice::new(&[]); IOV_MAX];
+                let mut count = 0;
+                for (slot, b) in slices.iter_mut().zip(c.queue.iter()) {
+                    *slot = IoSlice::new(b);
+                    count += 1;
+                }
+                match Pin::new(&mut c.writer).poll_write_vectored(cx, &slices[..count]) {
+                    Poll::Ready(Ok(n)) if n > 0 => {
+                        progress = true;
+                        consume(&mut c.queue, n);
+                    }
+                    Poll::Ready(_) => {
+                        failed.push(id);
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+        }
+        for id in failed {
+            progress = true;
+            self.conns.remove(&id);
+            self.session.core().handle_closed(id, now);
+        }
+        progress
+    }
+
+    /// Arms the timer for the next deadline. Returns true if it already fired.
+    fn arm_timer(&mut self, cx: &mut Context<'_>) -> bool {
+        let core = self.session.core().poll_timeout();
+        let next = core.into_iter().chain(self.session.deadline()).min();
+        let Some(next) = next else {
+            self.timer = None;
+            return false;
+        };
+        let at = self.start + Duration::from_nanos(next.as_nanos());
+        match &mut self.timer {
+            Some((_, armed)) if *armed == next => {}
+            Some((t, armed)) => {
+                R::reset(t, at);
+                *armed = next;
+            }
+            None => self.timer = Some((R::timer(at), next)),
+        }
+        let (t, _) = self.timer.as_mut().expect("armed above");
+        if t.poll_unpin(cx).is_ready() {
+            self.timer = None;
+            return true;
+        }
+        false
+    }
+}
+
+/// Drops `n` written bytes from the front of the queue.
+fn consume(queue: &mut VecDeque<Bytes>, mut n: usize) {
+    while n > 0 {
+        let front = queue.front_mut().expect("wrote at most what was queued");
+        let take = n.min(front.len());
+        front.advance(take);
+        n -= take;
+        if front.is_empty() {
+            queue.pop_front();
+        }
+    }
+}

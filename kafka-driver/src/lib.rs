@@ -1,0 +1,26 @@
+//! The user API and driver loop shared by `kafka-tokio` and `kafka-asyncstd`.
+//!
+//! A client handle ([`Producer`], [`Consumer`], [`Admin`]) talks to one driver task over a
+//! channel. The driver owns the sockets and one timer, feeds bytes and time into the sans-IO
+//! core from `kafka-core`, and carries the core's outputs back out. It makes no Kafka
+//! decision. The only runtime-specific code is the [`Runtime`] trait: spawn, connect, timer.
+//!
+//! Users depend on an adapter crate, which names the runtime; this crate is for writing a new
+//! adapter.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod admin;
+mod consumer;
+mod driver;
+mod producer;
+mod runtime;
+
+pub use admin::{Admin, TopicResults};
+pub use consumer::{ConsumeError, Consumer, ConsumerEvent, ConsumerRecord};
+pub use kafka_core::admin::{AdminError, ClusterMetadata, NewTopic, TopicMetadata};
+pub use kafka_core::config::{AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};
+pub use kafka_core::fetcher::{FetchError, StartFrom};
+pub use kafka_core::producer::{Certainty, DeliveryError};
+pub use producer::{Delivered, Delivery, Failed, Producer, Record, SendError};
+pub use runtime::{Connecting, Runtime};

@@ -1,0 +1,347 @@
+//! The producer handle and its driver session: `send` waits for buffer memory up to
+//! `max.block.ms`, and each record's outcome comes back on its own [`Delivery`].
+
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_channel::{mpsc, oneshot};
+use futures_util::FutureExt;
+use kafka_core::config::{ConfigError, ProducerConfig};
+use kafka_core::producer::{
+    Certainty, DeliveryError, FlushToken, Outcome, ProducerEvent, ProducerRecord, RecordToken,
+    SendError as CoreSendError,
+};
+use kafka_core::Instant;
+
+use crate::driver::{self, Session};
+use crate::runtime::Runtime;
+
+/// A record to send. Without a timestamp, the current wall-clock time is used.
+#[derive(Debug, Clone, Default)]
+pub struct Record {
+    inner: ProducerRecord,
+    timestamp: Option<i64>,
+}
+
+impl Record {
+    /// A record with a value.
+    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        Record {
+            inner: ProducerRecord {
+                topic: topic.into(),
+                value: Some(value.into()),
+                ..Default::default()
+            },
+            timestamp: None,
+        }
+    }
+    /// A record without a value (a tombstone, with a key).
+    pub fn tombstone(topic: impl Into<String>, key: impl Into<Bytes>) -> Self {
+        Record {
+            inner: ProducerRecord {
+                topic: topic.into(),
+                key: Some(key.into()),
+                ..Default::default()
+            },
+            timestamp: None,
+        }
+    }
+    /// Sets the key.
+    pub fn key(mut self, key: impl Into<Bytes>) -> Self {
+        self.inner.key = Some(key.into());
+        self
+    }
+    /// Fixes the partition.
+    pub fn partition(mut self, partition: i32) -> Self {
+        self.inner.partition = Some(partition);
+        self
+    }
+    /// Adds a header.
+    pub fn header(mut self, key: impl Into<String>, value: impl Into<Bytes>) -> Self {
+        self.inner.headers.push((key.into(), Some(value.into())));
+        self
+    }
+    /// Sets the CreateTime (epoch milliseconds).
+    pub fn timestamp(mut self, ms: i64) -> Self {
+        self.timestamp = Some(ms);
+        self
+    }
+}
+
+/// Why `send` did not queue the record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The core refused it (too large, closed, invalid partition).
+    #[error(transparent)]
+    Rejected(#[from] CoreSendError),
+    /// `buffer.memory` stayed full for `max.block.ms`.
+    #[error("buffer.memory stayed full for max.block.ms; the broker may be slow or unreachable")]
+    Timeout,
+    /// The producer's driver has stopped.
+    #[error("the producer is closed")]
+    Closed,
+}
+
+/// A delivered record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    /// Its partition.
+    pub partition: i32,
+    /// Its offset (absent with acks=0 and for duplicates).
+    pub offset: Option<i64>,
+    /// The timestamp the log holds.
+    pub timestamp: i64,
+}
+
+/// A failed record, and whether it may have been written anyway.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error} ({certainty:?})")]
+pub struct Failed {
+    /// Why.
+    pub error: DeliveryError,
+    /// Whether it may be in the log.
+    pub certainty: Certainty,
+}
+
+/// Resolves to the record's outcome. Dropping it does not cancel the record.
+#[derive(Debug)]
+pub struct Delivery(oneshot::Receiver<Outcome>);
+
+impl Future for Delivery {
+    type Output = Result<Delivered, Failed>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.poll_unpin(cx).map(|r| match r {
+            Ok(Outcome::Delivered {
+                partition,
+                offset,
+                timestamp,
+            }) => Ok(Delivered {
+                partition,
+                offset,
+                timestamp,
+            }),
+            Ok(Outcome::Failed { error, certainty }) => Err(Failed { error, certainty }),
+            // The driver vanished without an outcome: its runtime shut down.
+            Err(_) => Err(Failed {
+                error: DeliveryError::Closed,
+                certainty: Certainty::PossiblySent,
+            }),
+        })
+    }
+}
+
+pub(crate) enum Command {
+    Send(ProducerRecord, oneshot::Sender<Result<Delivery, SendError>>),
+    Flush(oneshot::Sender<()>),
+    Close(Duration, oneshot::Sender<()>),
+}
+
+/// A Kafka producer. Share it behind an `Arc`; dropping it never blocks and fails the records
+/// still pending.
+pub struct Producer<R> {
+    commands: mpsc::UnboundedSender<Command>,
+    _runtime: PhantomData<fn() -> R>,
+}
+
+impl<R> std::fmt::Debug for Producer<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer").finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> Producer<R> {
+    /// Starts a producer's driver. Nothing connects until the first send.
+    pub fn new(config: ProducerConfig) -> Self {
+        let (tx, rx) = mpsc::unbounded();
+        let session = ProducerSession {
+            max_block: config.max_block,
+            core: kafka_core::Producer::new(config),
+            pending: BTreeMap::new(),
+            waiting: VecDeque::new(),
+            flushes: BTreeMap::new(),
+            closers: Vec::new(),
+            finished: false,
+        };
+        R::spawn(driver::run::<R, _>(session, rx));
+        Producer {
+            commands: tx,
+            _runtime: PhantomData,
+        }
+    }
+
+    /// From Java-style settings, for example `[("bootstrap.servers", "localhost:9092")]`.
+    pub fn from_map<K: AsRef<str>, V: AsRef<str>>(
+        settings: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Self, ConfigError> {
+        Ok(Self::new(ProducerConfig::from_map(settings)?))
+    }
+
+    /// Queues a record, waiting up to `max.block.ms` for buffer memory, and returns the handle
+    /// to its outcome. Cancelling this future before it returns leaves nothing queued.
+    pub async fn send(&self, record: Record) -> Result<Delivery, SendError> {
+        let mut r = record.inner;
+        r.timestamp = record.timestamp.unwrap_or_else(wall_clock_ms);
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .unbounded_send(Command::Send(r, tx))
+            .map_err(|_| SendError::Closed)?;
+        rx.await.map_err(|_| SendError::Closed)?
+    }
+
+    /// Waits until every record sent before has its outcome.
+    pub async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.commands.unbounded_send(Command::Flush(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// Sends what is queued, then closes; records left after `timeout` fail.
+    pub async fn close(self, timeout: Duration) {
+        let (tx, rx) = oneshot::channel();
+        if self
+            .commands
+            .unbounded_send(Command::Close(timeout, tx))
+            .is_ok()
+        {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// The wall clock, for record timestamps only (data, not time).
+pub(crate) fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A send waiting for buffer memory, in arrival order.
+struct Waiting {
+    record: ProducerRecord,
+    reply: oneshot::Sender<Result<Delivery, SendError>>,
+    deadline: Instant,
+}
+
+struct ProducerSession {
+    core: kafka_core::Producer,
+    max_block: Duration,
+    pending: BTreeMap<RecordToken, oneshot::Sender<Outcome>>,
+    waiting: VecDeque<Waiting>,
+    flushes: BTreeMap<FlushToken, oneshot::Sender<()>>,
+    closers: Vec<oneshot::Sender<()>>,
+    finished: bool,
+}
+
+impl ProducerSession {
+    /// Sends waiting records in order until memory runs out again.
+    fn send_waiting(&mut self, now: Instant) {
+        while let Some(w) = self.waiting.pop_front() {
+            if w.reply.is_canceled() {
+                continue; // the caller cancelled its send: queue nothing
+            }
+            match self.core.send_or_return(w.record, now) {
+                Ok(token) => {
+                    let (tx, rx) = oneshot::channel();
+                    self.pending.insert(token, tx);
+                    let _ = w.reply.send(Ok(Delivery(rx)));
+                }
+                Err((CoreSendError::BufferFull, record)) => {
+                    self.waiting.push_front(Waiting { record, ..w });
+                    return;
+                }
+                Err((e, _)) => {
+                    let _ = w.reply.send(Err(SendError::Rejected(e)));
+                }
+            }
+        }
+    }
+
+    fn fail_waiting(&mut self) {
+        for w in self.waiting.drain(..) {
+            let _ = w.reply.send(Err(SendError::Closed));
+        }
+    }
+}
+
+impl Session for ProducerSession {
+    type Command = Command;
+    type Core = kafka_core::Producer;
+
+    fn core(&mut self) -> &mut kafka_core::Producer {
+        &mut self.core
+    }
+
+    fn command(&mut self, cmd: Command, now: Instant) {
+        match cmd {
+            Command::Send(record, reply) => {
+                self.waiting.push_back(Waiting {
+                    record,
+                    reply,
+                    deadline: now + self.max_block,
+                });
+                self.send_waiting(now);
+            }
+            Command::Flush(reply) => {
+                let token = self.core.flush(now);
+                self.flushes.insert(token, reply);
+            }
+            Command::Close(timeout, reply) => {
+                self.fail_waiting();
+                self.closers.push(reply);
+                self.core.close(now + timeout, now);
+            }
+        }
+    }
+
+    fn event(&mut self, ev: ProducerEvent, now: Instant) {
+        match ev {
+            ProducerEvent::Outcome(token, outcome) => {
+                if let Some(tx) = self.pending.remove(&token) {
+                    let _ = tx.send(outcome); // a dropped handle only loses the observation
+                }
+            }
+            ProducerEvent::MemoryAvailable => self.send_waiting(now),
+            ProducerEvent::FlushComplete(token) => {
+                if let Some(tx) = self.flushes.remove(&token) {
+                    let _ = tx.send(());
+                }
+            }
+            ProducerEvent::Closed => {
+                for tx in self.closers.drain(..) {
+                    let _ = tx.send(());
+                }
+                self.finished = true;
+            }
+        }
+    }
+
+    fn detached(&mut self, _now: Instant) {
+        // The producer was dropped: fail what is left, never block. The outcomes are drained
+        // before the driver checks `finished`.
+        self.fail_waiting();
+        self.core.abort();
+        self.finished = true;
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.waiting.front().map(|w| w.deadline)
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while self.waiting.front().is_some_and(|w| w.deadline <= now) {
+            let w = self.waiting.pop_front().expect("checked");
+            let _ = w.reply.send(Err(SendError::Timeout));
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.finished
+    }
+}
