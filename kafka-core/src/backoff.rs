@@ -17,6 +17,11 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// The first delay, before jitter.
+    pub fn base(&self) -> Duration {
+        self.base
+    }
+
     /// Backoff from `base`, doubling per attempt up to `max`, with ±20% jitter.
     pub fn new(base: Duration, max: Duration) -> Self {
         Backoff {

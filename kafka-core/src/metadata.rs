@@ -79,6 +79,8 @@ pub struct Metadata {
     refreshed_at: Option<Instant>,
     /// A refresh was asked for (unknown topic, leadership error).
     update_requested: bool,
+    /// A topic was added: refresh at once, without the backoff.
+    new_topic: bool,
     failures: u32,
     retry_at: Option<Instant>,
     in_flight: bool,
@@ -99,6 +101,7 @@ impl Metadata {
             rng: Rng::new(seed ^ 0x6d65_7461),
             refreshed_at: None,
             update_requested: false,
+            new_topic: false,
             failures: 0,
             retry_at: None,
             in_flight: false,
@@ -113,6 +116,7 @@ impl Metadata {
                 self.wanted
                     .insert(topic.to_owned(), Wanted { last_used: now });
                 self.update_requested = true;
+                self.new_topic = true;
             }
         }
     }
@@ -128,8 +132,12 @@ impl Metadata {
             return None;
         }
         let due = match self.refreshed_at {
-            _ if self.update_requested => Instant::ZERO,
             None => Instant::ZERO,
+            // As Java: a new topic is asked about at once; any other requested update waits
+            // retry.backoff.ms after the last refresh, so that a leader not elected yet is not
+            // asked about in a loop.
+            Some(_) if self.new_topic => Instant::ZERO,
+            Some(t) if self.update_requested => t + self.backoff.base(),
             Some(t) => t + self.max_age,
         };
         Some(self.retry_at.map_or(due, |r| r.max(due)))
@@ -144,6 +152,7 @@ impl Metadata {
         }
         self.in_flight = true;
         self.update_requested = false;
+        self.new_topic = false;
         Some(MetadataRequest {
             topics: Some(
                 self.wanted
@@ -417,13 +426,28 @@ mod tests {
         m.poll_request(retry).unwrap();
         // Being created: retriable, asks again.
         m.handle_response(&resp("t", 1, &[], 3), retry);
-        assert_eq!(m.next_refresh(), Some(Instant::ZERO), "due at once");
-        m.poll_request(retry).unwrap();
-        m.handle_response(&resp("t", 1, &[(1, 5)], 0), retry);
+        let again = retry + Duration::from_millis(100);
+        assert_eq!(
+            m.next_refresh(),
+            Some(again),
+            "asks again after retry.backoff.ms"
+        );
+        m.poll_request(again).unwrap();
+        m.handle_response(&resp("t", 1, &[(1, 5)], 0), again);
         m.request_update();
+        assert!(m.poll_request(again).is_none(), "not in a loop");
         assert!(
-            m.poll_request(retry).is_some(),
-            "a leadership error refreshes"
+            m.poll_request(again + Duration::from_millis(100)).is_some(),
+            "a leadership error refreshes after retry.backoff.ms"
+        );
+        m.handle_response(
+            &resp("t", 1, &[(1, 5)], 0),
+            again + Duration::from_millis(100),
+        );
+        m.use_topic("new", again + Duration::from_millis(101));
+        assert!(
+            m.poll_request(again + Duration::from_millis(101)).is_some(),
+            "a new topic is asked about at once"
         );
     }
 
@@ -435,6 +459,7 @@ mod tests {
         m.poll_request(now);
         m.handle_response(&resp("t", 1, &[(1, 5)], 0), now);
         m.request_update();
+        let now = now + Duration::from_millis(100);
         m.poll_request(now).unwrap();
         let u = m.handle_response(&resp("t", 1, &[(2, 4)], 0), now);
         assert_eq!(u.stale_partitions, 1);
@@ -454,7 +479,8 @@ mod tests {
         m.poll_request(now);
         m.handle_response(&resp("t", 1, &[(1, 5)], 0), now);
         m.request_update();
-        m.poll_request(now);
+        let now = now + Duration::from_millis(100);
+        m.poll_request(now).unwrap();
         let u = m.handle_response(&resp("t", 2, &[(1, 0)], 0), now);
         assert_eq!(u.recreated, ["t"]);
         assert_eq!(m.topic("t").unwrap().id, Uuid::from_u128(2));

@@ -396,3 +396,33 @@ fn same_seed_same_bytes() {
     };
     assert_eq!(run(11), run(11));
 }
+
+/// Tansu answers some Produce requests sent with acks=0, which Kafka never does. Treating the
+/// answer as a protocol error closed the connection, and with it requests not yet written.
+#[test]
+fn an_answer_to_a_request_that_expects_none_is_skipped() {
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|_| Some(ScriptedBroker::new(metadata_ok))),
+    );
+    let conn = h.least_loaded();
+    let req = MetadataRequest::default();
+    h.net.send(conn, &req, 1, false, h.now).unwrap(); // the broker answers anyway
+    h.net.send(conn, &req, 2, true, h.now).unwrap();
+    h.pump();
+    assert!(
+        h.closes().is_empty(),
+        "the connection survives: {:?}",
+        h.log
+    );
+    let tags: Vec<u32> = h
+        .events
+        .iter()
+        .map(|e| match e {
+            NetEvent::Response { tag, .. } => *tag,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(tags, [2]);
+}

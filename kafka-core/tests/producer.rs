@@ -59,6 +59,7 @@ struct Cluster {
     throttle_ms: i32,
     faults: VecDeque<Fault>,
     metadata_requests: usize,
+    init_producer_ids: i64,
     produce_requests: Vec<(i32, i16)>,
 }
 
@@ -214,8 +215,9 @@ fn broker(cluster: Arc<Mutex<Cluster>>, node: i32) -> ScriptedBroker {
                 Reply::Respond(ResponseBody::Metadata(c.metadata()))
             }
             RequestBody::InitProducerId(_) => {
+                c.init_producer_ids += 1;
                 Reply::Respond(ResponseBody::InitProducerId(InitProducerIdResponse {
-                    producer_id: 1000,
+                    producer_id: 999 + c.init_producer_ids,
                     producer_epoch: 0,
                     ..Default::default()
                 }))
@@ -404,6 +406,28 @@ fn linger_expires_to_the_millisecond() {
     assert_eq!(h.produce_count(), before, "held for linger.ms");
     h.advance_to(start + Duration::from_millis(20));
     assert_eq!(h.produce_count(), before + 1, "sent exactly at linger.ms");
+}
+
+/// Found by the async driver against Tansu: a send that lands after an open batch's linger.ms
+/// (the driver was busy, its timer not yet run) appended without stepping, and `poll_timeout`,
+/// which only looks ahead, no longer mentioned the overdue batch: it sat until
+/// delivery.timeout.ms.
+#[test]
+fn a_send_after_linger_expired_sends_the_overdue_batch() {
+    let mut h = Harness::new(&[("linger.ms", "20")], 1);
+    warm(&mut h);
+    let before = h.produce_count();
+    h.send("a");
+    // Time passes with no handle_timeout, as when a driver is busy taking sends.
+    h.now += Duration::from_millis(30);
+    h.send("b");
+    let overdue = h.p.poll_timeout().is_some_and(|t| t <= h.now);
+    assert!(
+        h.produce_count() == before + 1 || overdue,
+        "the overdue batch is sent, or at least due: poll_timeout {:?} at {:?}",
+        h.p.poll_timeout(),
+        h.now
+    );
 }
 
 #[test]
@@ -800,6 +824,33 @@ fn kip_360_unknown_producer_id_restarts_the_partition_under_a_new_epoch() {
     h.ms(100);
     assert!(matches!(h.outcome(t2), Some(Outcome::Delivered { .. })));
     assert_eq!(h.cluster.lock().unwrap().written.last(), Some(&(1, 1)));
+}
+
+/// Found against Tansu restarted mid-stream: a broker that forgot the producer id refuses it
+/// even at sequence 0 under a bumped epoch. Bumping again looped until delivery.timeout.ms;
+/// a new producer id recovers.
+#[test]
+fn unknown_producer_id_even_at_sequence_zero_gets_a_new_producer_id() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    {
+        let mut c = h.cluster.lock().unwrap();
+        c.faults.push_back(Fault::UnknownProducer(0));
+        c.faults.push_back(Fault::UnknownProducer(0));
+    }
+    let t = h.send("after-restart");
+    h.ms(2000);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { .. })),
+        "{:?}",
+        h.events
+    );
+    assert_eq!(
+        h.cluster.lock().unwrap().init_producer_ids,
+        2,
+        "a new producer id"
+    );
+    assert_eq!(h.cluster.lock().unwrap().written.last(), Some(&(0, 0)));
 }
 
 #[test]

@@ -60,6 +60,8 @@ const READS_PER_ROUND: usize = 8;
 const ROUNDS_PER_POLL: usize = 32;
 /// Frames per vectored write.
 const IOV_MAX: usize = 64;
+/// How long a finished driver may spend writing what is queued before it drops the sockets.
+const FINISH_WRITES: Duration = Duration::from_secs(5);
 
 struct Driver<R: Runtime, S: Session> {
     session: S,
@@ -70,6 +72,9 @@ struct Driver<R: Runtime, S: Session> {
     connecting: FuturesUnordered<ConnectTask<R>>,
     read_buf: Box<[u8]>,
     timer: Option<(R::Timer, Instant)>,
+    finish_by: Option<Instant>,
+    /// Closed by the core, still writing what was queued before the close.
+    closing: Vec<(Conn<R>, Instant)>,
 }
 
 /// Runs a session until it is finished.
@@ -86,6 +91,8 @@ pub(crate) async fn run<R: Runtime, S: Session>(
         connecting: FuturesUnordered::new(),
         read_buf: vec![0; 256 * 1024].into_boxed_slice(),
         timer: None,
+        finish_by: None,
+        closing: Vec::new(),
     };
     std::future::poll_fn(|cx| d.poll(cx)).await
 }
@@ -125,8 +132,9 @@ impl<R: Runtime, S: Session> Driver<R, S> {
             }
             progress |= self.drain(now);
             progress |= self.poll_writes(cx, now);
+            self.poll_closing(cx, now);
             if self.session.finished() {
-                return Poll::Ready(());
+                return self.poll_finish(cx);
             }
             if !progress && !self.arm_timer(cx) {
                 return Poll::Pending;
@@ -135,6 +143,53 @@ impl<R: Runtime, S: Session> Driver<R, S> {
         // Still busy: let other tasks run, then continue.
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+
+    /// Writes what is still queued (acks=0 requests count as sent once handed over) and closes
+    /// each socket with a FIN, bounded by [`FINISH_WRITES`]. Dropping a socket at once could
+    /// reset it, and the broker would discard what it had not read yet.
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let now = self.now();
+        let deadline = *self.finish_by.get_or_insert(now + FINISH_WRITES);
+        self.poll_writes(cx, now);
+        self.poll_closing(cx, now);
+        let mut open = !self.closing.is_empty();
+        for c in self.conns.values_mut() {
+            open |= !c.queue.is_empty() || Pin::new(&mut c.writer).poll_close(cx).is_pending();
+        }
+        if !open || now >= deadline {
+            self.conns.clear();
+            self.closing.clear();
+            return Poll::Ready(());
+        }
+        let at = self.start + Duration::from_nanos(deadline.as_nanos());
+        let timer = self.timer.get_or_insert_with(|| (R::timer(at), deadline));
+        if timer.1 != deadline {
+            R::reset(&mut timer.0, at);
+            timer.1 = deadline;
+        }
+        if timer.0.poll_unpin(cx).is_ready() {
+            self.conns.clear();
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+
+    /// Finishes writing closed connections' queued bytes, then shuts them down.
+    fn poll_closing(&mut self, cx: &mut Context<'_>, now: Instant) {
+        self.closing.retain_mut(|(c, deadline)| {
+            if now >= *deadline {
+                return false;
+            }
+            while !c.queue.is_empty() {
+                match write_some(&mut c.writer, &mut c.queue, cx) {
+                    Poll::Ready(true) => {}
+                    Poll::Ready(false) => return false,
+                    Poll::Pending => return true,
+                }
+            }
+            Pin::new(&mut c.writer).poll_close(cx).is_pending()
+        });
     }
 
     fn poll_commands(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
@@ -220,7 +275,13 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                     }
                 }
                 Output::Transmit(Transmit::Close { conn }) => {
-                    self.conns.remove(&conn); // dropping both halves closes the socket
+                    // Bytes handed over before the close still go out first (an acks=0
+                    // request counts as sent once handed over); then the socket is shut down.
+                    if let Some(c) = self.conns.remove(&conn) {
+                        if !c.queue.is_empty() {
+                            self.closing.push((c, now + FINISH_WRITES));
+                        }
+                    }
                 }
                 Output::Event(ev) => self.session.event(ev, now),
             }
@@ -233,18 +294,9 @@ impl<R: Runtime, S: Session> Driver<R, S> {
         let mut failed = Vec::new();
         for (&id, c) in self.conns.iter_mut() {
             while !c.queue.is_empty() {
-                let mut slices = [IoSlice::new(&[]); IOV_MAX];
-                let mut count = 0;
-                for (slot, b) in slices.iter_mut().zip(c.queue.iter()) {
-                    *slot = IoSlice::new(b);
-                    count += 1;
-                }
-                match Pin::new(&mut c.writer).poll_write_vectored(cx, &slices[..count]) {
-                    Poll::Ready(Ok(n)) if n > 0 => {
-                        progress = true;
-                        consume(&mut c.queue, n);
-                    }
-                    Poll::Ready(_) => {
+                match write_some(&mut c.writer, &mut c.queue, cx) {
+                    Poll::Ready(true) => progress = true,
+                    Poll::Ready(false) => {
                         failed.push(id);
                         break;
                     }
@@ -283,6 +335,28 @@ impl<R: Runtime, S: Session> Driver<R, S> {
             return true;
         }
         false
+    }
+}
+
+/// One vectored write of the queue's front frames. `Ready(false)` means the socket failed.
+fn write_some<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    queue: &mut VecDeque<Bytes>,
+    cx: &mut Context<'_>,
+) -> Poll<bool> {
+    let mut slices = [IoSlice::new(&[]); IOV_MAX];
+    let mut count = 0;
+    for (slot, b) in slices.iter_mut().zip(queue.iter()) {
+        *slot = IoSlice::new(b);
+        count += 1;
+    }
+    match Pin::new(writer).poll_write_vectored(cx, &slices[..count]) {
+        Poll::Ready(Ok(n)) if n > 0 => {
+            consume(queue, n);
+            Poll::Ready(true)
+        }
+        Poll::Ready(_) => Poll::Ready(false),
+        Poll::Pending => Poll::Pending,
     }
 }
 

@@ -18,9 +18,13 @@ mod runtime;
 
 pub use admin::{Admin, TopicResults};
 pub use consumer::{ConsumeError, Consumer, ConsumerEvent, ConsumerRecord};
-pub use kafka_core::admin::{AdminError, ClusterMetadata, NewTopic, TopicMetadata};
+pub use kafka_core::admin::{
+    AdminError, BrokerMetadata, ClusterMetadata, NewTopic, PartitionMetadata, TopicMetadata,
+};
 pub use kafka_core::config::{AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};
 pub use kafka_core::fetcher::{FetchError, StartFrom};
 pub use kafka_core::producer::{Certainty, DeliveryError};
+pub use kafka_core::proto::record::{Header, Headers};
+pub use kafka_core::proto::ErrorCode;
 pub use producer::{Delivered, Delivery, Failed, Producer, Record, SendError};
 pub use runtime::{Connecting, Runtime};

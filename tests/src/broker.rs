@@ -45,29 +45,38 @@ impl Broker {
             .unwrap()
             .port();
         let addr = format!("127.0.0.1:{port}");
-        let url = format!("tcp://{addr}");
-        let child = Command::new(&bin)
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-            ])
-            .args(["--storage-engine", "memory://tansu/"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start tansu");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(&addr).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "Tansu did not answer on {addr} within 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let child = spawn(&bin, &addr);
         Broker { child, bin, addr }
+    }
+
+    /// Kills the broker (as a crash would: no clean shutdown).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Freezes the broker (SIGSTOP): connections stay open and nothing answers.
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// Thaws a paused broker (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{sig} failed");
+    }
+
+    /// Starts the broker again on the same port, with empty storage.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = spawn(&self.bin, &self.addr);
     }
 
     /// Creates a topic with `partitions` partitions.
@@ -86,6 +95,32 @@ impl Broker {
             .expect("run tansu topic create");
         assert!(status.success(), "tansu topic create {name} failed");
     }
+}
+
+fn spawn(bin: &PathBuf, addr: &str) -> Child {
+    let url = format!("tcp://{addr}");
+    let child = Command::new(bin)
+        .args([
+            "broker",
+            "--listener-url",
+            &url,
+            "--advertised-listener-url",
+            &url,
+        ])
+        .args(["--storage-engine", "memory://tansu/"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tansu");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(addr).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "Tansu did not answer on {addr} within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
 }
 
 impl Drop for Broker {

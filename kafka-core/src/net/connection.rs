@@ -64,7 +64,13 @@ pub(crate) struct Connection<T> {
     pub muted_until: Option<Instant>,
     /// A bootstrap connection no node adopted: close it once nothing is in flight.
     pub close_when_idle: bool,
+    /// Correlation ids of the latest requests sent expecting no response (Produce with
+    /// acks=0), oldest first: a broker that answers one anyway (Tansu does) is tolerated.
+    pub unanswered: VecDeque<i32>,
 }
+
+/// How many unanswered correlation ids a connection remembers.
+pub const UNANSWERED_MEMORY: usize = 256;
 
 impl<T> Connection<T> {
     pub fn new(id: ConnId, addr: HostPort, peer: Peer, deadline: Instant, now: Instant) -> Self {
@@ -79,6 +85,7 @@ impl<T> Connection<T> {
             last_active: now,
             muted_until: None,
             close_when_idle: false,
+            unanswered: VecDeque::new(),
         }
     }
 

@@ -300,6 +300,11 @@ impl Accumulator {
         }
     }
 
+    /// The partitions with queued batches.
+    pub fn partitions(&self) -> impl Iterator<Item = &TopicPartition> + '_ {
+        self.queues.keys()
+    }
+
     /// The partitions whose first batch may be sent now, and the next instant one becomes ready.
     /// `force` is set while a flush or close is under way.
     pub fn ready(

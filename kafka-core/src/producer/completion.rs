@@ -92,6 +92,18 @@ impl Producer {
                         false,
                     );
                 }
+                // Refused even at sequence 0: the broker does not know the producer id at all
+                // (it lost every state, as Tansu does on restart); Kafka would accept a fresh
+                // start. Only a new producer id helps.
+                Some(ErrorCode::UnknownProducerId) if b.base_sequence == 0 => {
+                    self.pid_unknown = true;
+                    self.retry_or_fail(
+                        b,
+                        DeliveryError::Broker(ErrorCode::UnknownProducerId),
+                        now,
+                        false,
+                    );
+                }
                 // The broker lost this producer's state (retention removed it): start the
                 // partition over under a new epoch (KIP-360) and resend.
                 Some(ErrorCode::UnknownProducerId) => {

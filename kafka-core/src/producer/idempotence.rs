@@ -26,11 +26,17 @@ pub(super) fn seq_add(s: i32, n: usize) -> i32 {
 impl Producer {
     /// KIP-360 for the idempotent producer: a partition whose sequence state the broker lost
     /// (or may have: a batch expired in flight) restarts at sequence 0 under a higher epoch,
-    /// once nothing of it is in flight. Only an epoch overflow asks for a new producer id.
+    /// once nothing of it is in flight. An epoch overflow, or a broker that does not know the
+    /// producer id at all, asks for a new producer id.
     pub(super) fn apply_epoch_bumps(&mut self) {
         let Some((pid, epoch)) = self.producer_id else {
             return;
         };
+        if self.pid_unknown && self.in_flight_per_tp.is_empty() {
+            self.pid_unknown = false;
+            self.reset_producer_id();
+            return;
+        }
         let due: Vec<TopicPartition> = self
             .sequences
             .iter()
@@ -41,13 +47,8 @@ impl Producer {
             return;
         }
         if epoch == i16::MAX {
-            // No higher epoch exists: get a new producer id, and start every partition over.
-            self.producer_id = None;
-            let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
-            self.sequences.clear();
-            for tp in all {
-                self.acc.reset_sequences(&tp);
-            }
+            // No higher epoch exists.
+            self.reset_producer_id();
             return;
         }
         let new_epoch = epoch + 1;
@@ -62,6 +63,16 @@ impl Producer {
                     bump: false,
                 },
             );
+            self.acc.reset_sequences(&tp);
+        }
+    }
+
+    /// Gets a new producer id, and starts every partition over.
+    fn reset_producer_id(&mut self) {
+        self.producer_id = None;
+        let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
+        self.sequences.clear();
+        for tp in all {
             self.acc.reset_sequences(&tp);
         }
     }

@@ -100,6 +100,12 @@ pub struct Producer {
     /// Since when each leader has had ready batches it could not take
     /// (for `partitioner.availability.timeout.ms`).
     stalled_since: BTreeMap<NodeId, Instant>,
+    /// When the next open batch's linger.ms ends, as of the last step. A send after it runs
+    /// the step: sends advance `now` without stepping, and `poll_timeout` only looks ahead.
+    linger_at: Option<Instant>,
+    /// The broker refused sequence 0 as UNKNOWN_PRODUCER_ID: a new producer id is due once
+    /// nothing is in flight.
+    pid_unknown: bool,
 }
 
 crate::net::network_io!(Producer, ProducerEvent);
@@ -151,6 +157,8 @@ impl Producer {
             closed: false,
             no_broker_since: None,
             stalled_since: BTreeMap::new(),
+            linger_at: None,
+            pid_unknown: false,
             cfg,
         }
     }
@@ -234,7 +242,7 @@ impl Producer {
         };
         // Only a new batch (or a full one, which opens a new one) wakes the sender; appending
         // to an open batch changes nothing it would act on.
-        if wake {
+        if wake || self.linger_at.is_some_and(|t| t <= now) {
             self.drive(now);
         }
         Ok(token)
@@ -436,7 +444,7 @@ impl Producer {
         let sequences = &self.sequences;
         let idempotent = self.cfg.enable_idempotence;
         let acc = &self.acc;
-        let (ready, _) = acc.ready(now, force, |tp| {
+        let (ready, linger) = acc.ready(now, force, |tp| {
             // With idempotence, a retry waits until the partition has nothing else in flight,
             // so its sequences reach the broker in order.
             let retry_behind_in_flight =
@@ -444,8 +452,14 @@ impl Producer {
             let bump_pending = sequences.get(tp).is_some_and(|p| p.bump);
             metadata.leader(&tp.0, tp.1).is_none() || retry_behind_in_flight || bump_pending
         });
+        self.linger_at = linger;
         let mut by_node: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
-        let mut unknown_leader = false;
+        // A partition without a leader (not elected yet, or it moved) waits for metadata,
+        // which must then be asked for: nothing else would wake its batches.
+        let mut unknown_leader = self
+            .acc
+            .partitions()
+            .any(|tp| self.metadata.leader(&tp.0, tp.1).is_none());
         for tp in ready {
             match self.metadata.leader(&tp.0, tp.1) {
                 Some(node) => by_node.entry(node).or_default().push(tp),

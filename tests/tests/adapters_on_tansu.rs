@@ -1,0 +1,473 @@
+//! Both adapters against a real broker (Tansu), with one suite instantiated three times: on
+//! tokio, on smol and on async-std (the last two through kafka-asyncstd). It covers every acks
+//! level and codec with keys, headers and timestamps, idempotence, back-pressure, the admin
+//! client, the assign-mode consumer's controls, and a broker crash mid-stream.
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Runs `f`, failing the test if it takes longer than `limit` (works under every runtime:
+/// async-io's timer has its own reactor thread).
+pub async fn within<F: Future>(limit: Duration, what: &str, f: F) -> F::Output {
+    use futures_util::future::{select, Either};
+    let timer = async_io::Timer::after(limit);
+    match select(std::pin::pin!(f), timer).await {
+        Either::Left((out, _)) => out,
+        Either::Right(_) => panic!("{what} did not finish within {limit:?}"),
+    }
+}
+
+fn tokio_block_on<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn unreachable_addr() -> String {
+    // Bound then dropped: nothing listens there.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+macro_rules! suite {
+    ($name:ident, $krate:ident, $block_on:path) => {
+        mod $name {
+            use std::collections::BTreeMap;
+            use std::time::{Duration, Instant};
+
+            use futures_util::StreamExt;
+            use tests::broker::Broker;
+            use $krate::{
+                Admin, AdminError, Consumer, ConsumerEvent, DeliveryError, ErrorCode, NewTopic,
+                Producer, Record, SendError, StartFrom,
+            };
+
+            use super::{unreachable_addr, within};
+
+            fn admin(broker: &Broker) -> Admin {
+                Admin::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap()
+            }
+
+            fn consumer(broker: &Broker) -> Consumer {
+                Consumer::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap()
+            }
+
+            /// Reads `topic`'s `partitions` from the start until `count` records arrived.
+            async fn read(
+                broker: &Broker,
+                topic: &str,
+                partitions: i32,
+                count: usize,
+            ) -> Vec<$krate::ConsumerRecord> {
+                let mut c = consumer(broker);
+                c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Earliest);
+                let mut out = Vec::new();
+                within(
+                    Duration::from_secs(60),
+                    &format!("reading back {topic}"),
+                    async {
+                        while out.len() < count {
+                            out.push(c.recv().await.unwrap());
+                        }
+                    },
+                )
+                .await;
+                out
+            }
+
+            #[test]
+            fn every_acks_level_and_codec_round_trips_keys_headers_and_timestamps() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    let admin = admin(&broker);
+                    const N: usize = 2_000;
+                    for acks in ["0", "1", "all"] {
+                        for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+                            let topic = format!("rt-{acks}-{codec}");
+                            admin.create_topic(NewTopic::new(&topic, 3)).await.unwrap();
+                            let idempotent = if acks == "all" { "true" } else { "false" };
+                            let producer = Producer::from_map([
+                                ("bootstrap.servers", broker.addr.as_str()),
+                                ("acks", acks),
+                                ("compression.type", codec),
+                                ("enable.idempotence", idempotent),
+                                ("linger.ms", "2"),
+                            ])
+                            .unwrap();
+                            let mut handles = Vec::new();
+                            for i in 0..N {
+                                let r = Record::new(&topic, format!("value-{i}"))
+                                    .key(format!("key-{}", i % 50))
+                                    .header("seq", i.to_string())
+                                    .header("codec", codec)
+                                    .timestamp(1_600_000_000_000 + i as i64);
+                                handles.push(producer.send(r).await.unwrap());
+                            }
+                            let mut placed = BTreeMap::new();
+                            for (i, h) in handles.into_iter().enumerate() {
+                                let d = h.await.unwrap_or_else(|e| {
+                                    panic!("acks={acks} {codec} record {i}: {e}")
+                                });
+                                assert_eq!(d.offset.is_some(), acks != "0");
+                                placed.insert(i, d.partition);
+                            }
+                            // Read back while the producer is still open: with acks=0 the
+                            // deliveries only say the requests were handed to the socket.
+                            let got = read(&broker, &topic, 3, N).await;
+                            producer.close(Duration::from_secs(5)).await;
+                            assert_eq!(got.len(), N, "acks={acks} {codec}");
+                            let mut last_seq: BTreeMap<i32, i64> = BTreeMap::new();
+                            let mut seen = vec![false; N];
+                            for r in &got {
+                                let hs: Vec<_> = r.headers.clone().collect();
+                                assert_eq!(hs.len(), 2);
+                                assert_eq!(&hs[0].key[..], b"seq");
+                                let seq: usize = std::str::from_utf8(hs[0].value.as_ref().unwrap())
+                                    .unwrap()
+                                    .parse()
+                                    .unwrap();
+                                assert_eq!(hs[1].value.as_deref(), Some(codec.as_bytes()));
+                                assert!(!seen[seq], "record {seq} duplicated");
+                                seen[seq] = true;
+                                assert_eq!(
+                                    r.value.as_deref(),
+                                    Some(format!("value-{seq}").as_bytes())
+                                );
+                                assert_eq!(
+                                    r.key.as_deref(),
+                                    Some(format!("key-{}", seq % 50).as_bytes())
+                                );
+                                assert_eq!(r.timestamp, 1_600_000_000_000 + seq as i64);
+                                assert_eq!(r.partition, placed[&seq], "the delivered partition");
+                                let last = last_seq.insert(r.partition, seq as i64).unwrap_or(-1);
+                                assert!(seq as i64 > last, "per-partition order is send order");
+                            }
+                            let mut parts: Vec<i32> = placed.values().copied().collect();
+                            parts.dedup();
+                            assert!(last_seq.len() > 1, "keys spread over partitions");
+                        }
+                    }
+                })
+            }
+
+            #[test]
+            fn a_small_buffer_applies_back_pressure_without_losing_records() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    admin(&broker)
+                        .create_topic(NewTopic::new("bp", 1))
+                        .await
+                        .unwrap();
+                    let producer = Producer::from_map([
+                        ("bootstrap.servers", broker.addr.as_str()),
+                        ("buffer.memory", "65536"),
+                        ("batch.size", "16384"),
+                    ])
+                    .unwrap();
+                    let mut handles = Vec::new();
+                    for i in 0..5_000 {
+                        // 5000 x ~1 KB is far more than 64 KB: sends must wait for deliveries.
+                        let r = Record::new("bp", format!("{i:0>1000}"));
+                        handles.push(producer.send(r).await.unwrap());
+                    }
+                    let mut last = -1;
+                    for h in handles {
+                        let offset = h.await.unwrap().offset.unwrap();
+                        assert!(offset > last);
+                        last = offset;
+                    }
+                    producer.close(Duration::from_secs(5)).await;
+                    let got = read(&broker, "bp", 1, 5_000).await;
+                    for (i, r) in got.iter().enumerate() {
+                        assert_eq!(r.value.as_deref(), Some(format!("{i:0>1000}").as_bytes()));
+                    }
+                })
+            }
+
+            #[test]
+            fn send_gives_up_after_max_block_when_memory_stays_full() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    admin(&broker)
+                        .create_topic(NewTopic::new("mb", 1))
+                        .await
+                        .unwrap();
+                    let producer = Producer::from_map([
+                        ("bootstrap.servers", broker.addr.as_str()),
+                        ("buffer.memory", "40000"),
+                        ("max.block.ms", "300"),
+                    ])
+                    .unwrap();
+                    producer
+                        .send(Record::new("mb", "warm-up"))
+                        .await
+                        .unwrap()
+                        .await
+                        .unwrap();
+                    // A frozen broker answers nothing: in-flight records hold their memory.
+                    broker.pause();
+                    let mut queued = Vec::new();
+                    let start = Instant::now();
+                    let err = loop {
+                        match producer.send(Record::new("mb", vec![0u8; 1000])).await {
+                            Ok(h) => queued.push(h),
+                            Err(e) => break e,
+                        }
+                        assert!(queued.len() < 100, "memory never ran out");
+                    };
+                    let waited = start.elapsed();
+                    broker.resume();
+                    assert_eq!(err, SendError::Timeout);
+                    assert!(
+                        waited >= Duration::from_millis(300) && waited < Duration::from_secs(5),
+                        "{waited:?}"
+                    );
+                    for h in queued {
+                        within(Duration::from_secs(60), "delivery after resume", h)
+                            .await
+                            .unwrap();
+                    }
+                })
+            }
+
+            #[test]
+            fn dropping_the_producer_fails_pending_records_without_blocking() {
+                $block_on(async {
+                    let producer =
+                        Producer::from_map([("bootstrap.servers", unreachable_addr().as_str())])
+                            .unwrap();
+                    let mut handles = Vec::new();
+                    for i in 0..10 {
+                        handles.push(
+                            producer
+                                .send(Record::new("t", format!("{i}")))
+                                .await
+                                .unwrap(),
+                        );
+                    }
+                    let start = Instant::now();
+                    drop(producer);
+                    assert!(
+                        start.elapsed() < Duration::from_millis(100),
+                        "drop never blocks"
+                    );
+                    for h in handles {
+                        let err = within(Duration::from_secs(5), "an outcome", h)
+                            .await
+                            .unwrap_err();
+                        assert_eq!(err.error, DeliveryError::Closed);
+                    }
+                })
+            }
+
+            #[test]
+            fn cancelling_a_blocked_send_queues_nothing() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    admin(&broker)
+                        .create_topic(NewTopic::new("cancel", 1))
+                        .await
+                        .unwrap();
+                    let producer = Producer::from_map([
+                        ("bootstrap.servers", broker.addr.as_str()),
+                        ("buffer.memory", "20000"),
+                        ("batch.size", "16384"),
+                        ("linger.ms", "200"),
+                    ])
+                    .unwrap();
+                    // Fill memory, then start a send that must wait, and abandon it.
+                    let first = producer
+                        .send(Record::new("cancel", vec![b'a'; 15_000]))
+                        .await
+                        .unwrap();
+                    {
+                        let blocked = producer.send(Record::new("cancel", vec![b'x'; 15_000]));
+                        let mut blocked = std::pin::pin!(blocked);
+                        let poll = futures_util::poll!(blocked.as_mut());
+                        assert!(poll.is_pending(), "the second send waits for memory");
+                    } // dropped: cancelled
+                    let last = producer.send(Record::new("cancel", "z")).await.unwrap();
+                    first.await.unwrap();
+                    last.await.unwrap();
+                    producer.close(Duration::from_secs(5)).await;
+                    let got = read(&broker, "cancel", 1, 2).await;
+                    assert_eq!(got[0].value.as_ref().unwrap().len(), 15_000);
+                    assert_eq!(got[1].value.as_deref(), Some(&b"z"[..]));
+                    let mut c = consumer(&broker);
+                    c.assign([("cancel", 0)], StartFrom::Offset(2));
+                    let end = within(Duration::from_secs(10), "end", c.next_event())
+                        .await
+                        .unwrap();
+                    assert!(
+                        matches!(end, ConsumerEvent::EndOfPartition { offset: 2, .. }),
+                        "the cancelled record was never written: {end:?}"
+                    );
+                })
+            }
+
+            #[test]
+            fn admin_creates_describes_and_deletes_topics() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    let admin = admin(&broker);
+                    admin.create_topic(NewTopic::new("adm", 4)).await.unwrap();
+                    let again = admin
+                        .create_topic(NewTopic::new("adm", 4))
+                        .await
+                        .unwrap_err();
+                    assert!(
+                        matches!(
+                            again,
+                            AdminError::Broker {
+                                code: ErrorCode::TopicAlreadyExists,
+                                ..
+                            }
+                        ),
+                        "{again}"
+                    );
+                    let md = admin.metadata(Some(&["adm"])).await.unwrap();
+                    assert_eq!(md.brokers.len(), 1);
+                    assert_eq!(md.brokers[0].addr.to_string(), broker.addr);
+                    let t = &md.topics[0];
+                    assert_eq!((t.name.as_str(), t.error), ("adm", None));
+                    assert_eq!(t.partitions.len(), 4);
+                    assert!(t
+                        .partitions
+                        .iter()
+                        .all(|p| p.leader == Some(md.brokers[0].id)));
+                    let all = admin.metadata(None).await.unwrap();
+                    assert!(all.topics.iter().any(|t| t.name == "adm"));
+                    admin.delete_topic("adm").await.unwrap();
+                    let md = admin.metadata(None).await.unwrap();
+                    assert!(!md.topics.iter().any(|t| t.name == "adm"), "{md:?}");
+                })
+            }
+
+            #[test]
+            fn the_consumer_seeks_pauses_and_reports_positions() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    admin(&broker)
+                        .create_topic(NewTopic::new("ctl", 1))
+                        .await
+                        .unwrap();
+                    let producer =
+                        Producer::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
+                    for i in 0..100 {
+                        drop(
+                            producer
+                                .send(Record::new("ctl", format!("{i}")))
+                                .await
+                                .unwrap(),
+                        );
+                    }
+                    producer.close(Duration::from_secs(5)).await;
+                    let mut c = consumer(&broker);
+                    c.assign([("ctl", 0)], StartFrom::Offset(50));
+                    let r = within(Duration::from_secs(10), "recv", c.recv())
+                        .await
+                        .unwrap();
+                    assert_eq!((r.offset, r.value.as_deref()), (50, Some(&b"50"[..])));
+                    assert_eq!(c.position("ctl", 0).await, Some(51));
+                    c.seek("ctl", 0, StartFrom::Offset(10));
+                    let r = within(Duration::from_secs(10), "recv", c.recv())
+                        .await
+                        .unwrap();
+                    assert_eq!(r.offset, 10);
+                    c.pause("ctl", 0);
+                    c.resume("ctl", 0);
+                    let rest: Vec<i64> = within(
+                        Duration::from_secs(10),
+                        "stream",
+                        c.stream()
+                            .take(89)
+                            .map(|r| r.unwrap().offset)
+                            .collect::<Vec<_>>(),
+                    )
+                    .await;
+                    assert_eq!(rest, (11..100).collect::<Vec<_>>());
+                    let end = within(Duration::from_secs(10), "end", c.next_event())
+                        .await
+                        .unwrap();
+                    assert!(matches!(
+                        end,
+                        ConsumerEvent::EndOfPartition { offset: 100, .. }
+                    ));
+                })
+            }
+
+            #[test]
+            fn a_broker_crash_mid_stream_resolves_every_record() {
+                $block_on(async {
+                    let mut broker = Broker::start();
+                    broker.create_topic("crash", 1);
+                    let producer = Producer::from_map([
+                        ("bootstrap.servers", broker.addr.as_str()),
+                        ("delivery.timeout.ms", "6000"),
+                        ("request.timeout.ms", "2000"),
+                        ("linger.ms", "5"),
+                    ])
+                    .unwrap();
+                    let send = |i: usize| producer.send(Record::new("crash", format!("{i}")));
+                    let mut before = Vec::new();
+                    for i in 0..2_000 {
+                        before.push(send(i).await.unwrap());
+                    }
+                    for h in before {
+                        h.await.unwrap();
+                    }
+                    // Crash with records in the accumulator and in flight.
+                    let mut handles = Vec::new();
+                    for i in 2_000..3_000 {
+                        handles.push(send(i).await.unwrap());
+                        if i == 2_500 {
+                            broker.kill();
+                        }
+                    }
+                    broker.restart();
+                    broker.create_topic("crash", 1);
+                    let mut after = Vec::new();
+                    for i in 3_000..4_000 {
+                        after.push(send(i).await.unwrap());
+                    }
+                    let (mut delivered, mut failed) = (0, 0);
+                    let mut why = std::collections::BTreeMap::new();
+                    within(Duration::from_secs(30), "every outcome", async {
+                        for h in handles.into_iter().chain(after) {
+                            match h.await {
+                                Ok(_) => delivered += 1,
+                                Err(f) => {
+                                    assert!(
+                                        matches!(
+                                            f.error,
+                                            DeliveryError::DeliveryTimeout
+                                                | DeliveryError::Broker(_)
+                                                | DeliveryError::Request(_)
+                                        ),
+                                        "a typed failure: {f}"
+                                    );
+                                    failed += 1;
+                                    *why.entry(f.to_string()).or_insert(0) += 1;
+                                }
+                            }
+                        }
+                    })
+                    .await;
+                    assert_eq!(delivered + failed, 2_000, "every record resolved once");
+                    assert!(
+                        delivered > 0,
+                        "the producer recovered after the restart: {why:?}"
+                    );
+                    producer.close(Duration::from_secs(5)).await;
+                })
+            }
+        }
+    };
+}
+
+suite!(on_tokio, kafka_tokio, crate::tokio_block_on);
+suite!(on_smol, kafka_asyncstd, smol::block_on);
+suite!(on_async_std, kafka_asyncstd, async_std::task::block_on);
