@@ -1,9 +1,99 @@
-//! kafka-cli: a kcat-like tool. The commands arrive with the adapters issue.
+//! kafka-cli: a kcat-like Kafka client on kafka-tokio. Errors print one line that names the
+//! cause and exit 1; bad flags exit 2.
 
-fn main() {
-    eprintln!(
-        "kafka-cli {}: no commands yet; metadata, produce, consume and perf arrive with the adapters issue",
-        env!("CARGO_PKG_VERSION")
-    );
-    std::process::exit(2);
+mod args;
+mod cluster;
+mod consume;
+mod format;
+mod produce;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use kafka_tokio::NewTopic;
+
+use args::{Cli, Command, PerfCommand, TopicAction};
+use cluster::{print_metadata, CliResult, Cluster};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> CliResult<()> {
+    let cluster = Cluster::new(&cli.brokers, Duration::from_secs(cli.timeout))?;
+    match cli.command {
+        Command::Metadata { topic, json } => {
+            let topics: Option<Vec<&str>> = topic.as_deref().map(|t| vec![t]);
+            let md = match &topic {
+                Some(t) => {
+                    cluster.topic(t).await?;
+                    cluster.metadata(topics.as_deref()).await?
+                }
+                None => cluster.metadata(None).await?,
+            };
+            print_metadata(&md, json);
+            Ok(())
+        }
+        Command::Topic {
+            action:
+                TopicAction::Create {
+                    name,
+                    partitions,
+                    replication_factor,
+                },
+        } => {
+            let mut t = NewTopic::new(name.clone(), partitions);
+            t.replication_factor = replication_factor;
+            cluster.create(t).await?;
+            eprintln!("created topic '{name}'");
+            Ok(())
+        }
+        Command::Topic {
+            action: TopicAction::Delete { name },
+        } => {
+            cluster.delete(&name).await?;
+            eprintln!("deleted topic '{name}'");
+            Ok(())
+        }
+        Command::Produce(a) => produce::produce(&cluster, &cli.brokers, a).await,
+        Command::Consume(a) => consume::consume(&cluster, &cli.brokers, a).await,
+        Command::Perf {
+            what:
+                PerfCommand::Produce {
+                    topic,
+                    count,
+                    size,
+                    config,
+                    json,
+                },
+        } => {
+            let a = produce::PerfArgs {
+                topic,
+                count,
+                size,
+                config,
+                json,
+            };
+            produce::perf(&cluster, &cli.brokers, a).await
+        }
+    }
 }

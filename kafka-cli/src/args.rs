@@ -1,0 +1,171 @@
+//! The command line: kcat's flag letters where kcat has one, subcommands for the modes.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A kcat-like Kafka client.
+#[derive(Debug, Parser)]
+#[command(name = "kafka-cli", version, about)]
+pub struct Cli {
+    /// Bootstrap broker(s), HOST:PORT[,HOST:PORT...].
+    #[arg(
+        short = 'b',
+        long = "brokers",
+        global = true,
+        default_value = "localhost:9092"
+    )]
+    pub brokers: String,
+    /// Seconds to wait for the cluster before giving up on metadata and admin calls.
+    #[arg(long, global = true, default_value_t = 10)]
+    pub timeout: u64,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Lists brokers, topics, partitions and leaders (kcat -L).
+    Metadata {
+        /// Only this topic.
+        #[arg(short = 't', long)]
+        topic: Option<String>,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Creates or deletes topics.
+    Topic {
+        #[command(subcommand)]
+        action: TopicAction,
+    },
+    /// Produces one record per stdin line (kcat -P).
+    Produce(ProduceArgs),
+    /// Prints records (kcat -C).
+    Consume(ConsumeArgs),
+    /// Load tests.
+    Perf {
+        #[command(subcommand)]
+        what: PerfCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TopicAction {
+    /// Creates a topic.
+    Create {
+        /// Its name.
+        name: String,
+        /// Its partition count (-1: the broker's default).
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+        partitions: i32,
+        /// Its replication factor (-1: the broker's default).
+        #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+        replication_factor: i16,
+    },
+    /// Deletes a topic.
+    Delete {
+        /// Its name.
+        name: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Codec {
+    None,
+    Gzip,
+    Snappy,
+    Lz4,
+    Zstd,
+}
+
+impl Codec {
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "none",
+            Codec::Gzip => "gzip",
+            Codec::Snappy => "snappy",
+            Codec::Lz4 => "lz4",
+            Codec::Zstd => "zstd",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ProduceArgs {
+    /// The topic.
+    #[arg(short = 't', long)]
+    pub topic: String,
+    /// Splits each line at the first DELIM into key and value.
+    #[arg(short = 'K', long = "key-delimiter")]
+    pub key_delimiter: Option<String>,
+    /// A header for every record, name=value (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Sends every record to this partition.
+    #[arg(short = 'p', long)]
+    pub partition: Option<i32>,
+    /// Compression codec.
+    #[arg(short = 'z', long = "compression", value_enum)]
+    pub compression: Option<Codec>,
+    /// A producer config, key=value (repeatable), for example acks=all or linger.ms=5.
+    #[arg(short = 'X', long = "config")]
+    pub config: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ConsumeArgs {
+    /// The topic.
+    #[arg(short = 't', long)]
+    pub topic: String,
+    /// Only this partition (default: all).
+    #[arg(short = 'p', long)]
+    pub partition: Option<i32>,
+    /// Where to start: beginning, end, or an offset.
+    #[arg(short = 'o', long, default_value = "end")]
+    pub offset: String,
+    /// Exits once every partition's end is reached.
+    #[arg(short = 'e', long = "exit")]
+    pub exit_at_end: bool,
+    /// Exits after COUNT records.
+    #[arg(short = 'c', long)]
+    pub count: Option<u64>,
+    /// Output format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp,
+    /// %h headers, %K key length, %S value length, %% percent; \n and \t escapes.
+    #[arg(short = 'f', long, default_value = "%s\\n")]
+    pub format: String,
+    /// A consumer config, key=value (repeatable).
+    #[arg(short = 'X', long = "config")]
+    pub config: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PerfCommand {
+    /// Produces N records of SIZE bytes as fast as the producer takes them.
+    Produce {
+        /// The topic.
+        #[arg(short = 't', long)]
+        topic: String,
+        /// How many records.
+        #[arg(short = 'n', long, default_value_t = 1_000_000)]
+        count: u64,
+        /// Value size in bytes.
+        #[arg(short = 's', long, default_value_t = 100)]
+        size: usize,
+        /// A producer config, key=value (repeatable).
+        #[arg(short = 'X', long = "config")]
+        config: Vec<String>,
+        /// One JSON object on stdout instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Splits `key=value` settings, naming the bad one.
+pub fn settings(raw: &[String]) -> Result<Vec<(String, String)>, String> {
+    raw.iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
+                .ok_or_else(|| format!("-X {kv}: expected key=value"))
+        })
+        .collect()
+}

@@ -1,0 +1,171 @@
+//! Cluster lookups every command shares: an admin client bounded by `--timeout`, metadata with
+//! errors that say what to do, and the `metadata` and `topic` commands.
+
+use std::time::Duration;
+
+use kafka_tokio::{Admin, AdminError, ClusterMetadata, ErrorCode, NewTopic, TopicMetadata};
+
+/// A failed command: one line for stderr.
+pub type CliResult<T> = Result<T, String>;
+
+/// The cluster, as the CLI reaches it.
+pub struct Cluster {
+    admin: Admin,
+    brokers: String,
+    timeout: Duration,
+}
+
+impl Cluster {
+    pub fn new(brokers: &str, timeout: Duration) -> CliResult<Cluster> {
+        let ms = timeout.as_millis().to_string();
+        let admin = Admin::from_map([
+            ("bootstrap.servers", brokers),
+            ("default.api.timeout.ms", ms.as_str()),
+            ("request.timeout.ms", ms.as_str()),
+        ])
+        .map_err(|e| format!("-b {brokers}: {e}"))?;
+        Ok(Cluster {
+            admin,
+            brokers: brokers.to_owned(),
+            timeout,
+        })
+    }
+
+    fn explain(&self, e: AdminError) -> String {
+        match e {
+            AdminError::Timeout { .. } => format!(
+                "cannot reach the cluster at {} within {}s ({e}); check -b and that the broker is running",
+                self.brokers,
+                self.timeout.as_secs()
+            ),
+            other => other.to_string(),
+        }
+    }
+
+    /// Metadata for `topics` (all when `None`).
+    pub async fn metadata(&self, topics: Option<&[&str]>) -> CliResult<ClusterMetadata> {
+        self.admin
+            .metadata(topics)
+            .await
+            .map_err(|e| self.explain(e))
+    }
+
+    /// One topic's metadata, or an error that says how to create it.
+    pub async fn topic(&self, name: &str) -> CliResult<TopicMetadata> {
+        let md = self.metadata(Some(&[name])).await?;
+        let t = md
+            .topics
+            .into_iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| format!("the broker did not describe topic '{name}'"))?;
+        match t.error {
+            None if !t.partitions.is_empty() => Ok(t),
+            None | Some(ErrorCode::UnknownTopicOrPartition) => Err(format!(
+                "topic '{name}' does not exist; create it with: kafka-cli -b {} topic create {name} --partitions N",
+                self.brokers
+            )),
+            Some(e) => Err(format!("topic '{name}': {e}")),
+        }
+    }
+
+    pub async fn create(&self, topic: NewTopic) -> CliResult<()> {
+        let name = topic.name.clone();
+        self.admin
+            .create_topic(topic)
+            .await
+            .map_err(|e| format!("creating topic '{name}': {}", self.explain(e)))
+    }
+
+    pub async fn delete(&self, name: &str) -> CliResult<()> {
+        self.admin
+            .delete_topic(name)
+            .await
+            .map_err(|e| format!("deleting topic '{name}': {}", self.explain(e)))
+    }
+}
+
+/// The `metadata` command's output.
+pub fn print_metadata(md: &ClusterMetadata, json: bool) {
+    if json {
+        let brokers: Vec<_> = md
+            .brokers
+            .iter()
+            .map(|b| {
+                serde_json::json!({
+                    "id": b.id, "host": b.addr.host, "port": b.addr.port, "rack": b.rack,
+                })
+            })
+            .collect();
+        let topics: Vec<_> = md
+            .topics
+            .iter()
+            .map(|t| {
+                let partitions: Vec<_> = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        serde_json::json!({
+                            "partition": p.partition,
+                            "leader": p.leader,
+                            "replicas": p.replicas,
+                            "isr": p.isr,
+                            "error": p.error.map(|e| e.to_string()),
+                        })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "name": t.name,
+                    "internal": t.internal,
+                    "error": t.error.map(|e| e.to_string()),
+                    "partitions": partitions,
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "cluster_id": md.cluster_id,
+            "controller": md.controller,
+            "brokers": brokers,
+            "topics": topics,
+        });
+        println!("{out}");
+        return;
+    }
+    println!(
+        "Metadata for cluster {}:",
+        md.cluster_id.as_deref().unwrap_or("(unnamed)")
+    );
+    println!(" {} brokers:", md.brokers.len());
+    for b in &md.brokers {
+        let controller = if md.controller == Some(b.id) {
+            " (controller)"
+        } else {
+            ""
+        };
+        println!("  broker {} at {}{controller}", b.id, b.addr);
+    }
+    println!(" {} topics:", md.topics.len());
+    for t in &md.topics {
+        let error = t.error.map(|e| format!(": {e}")).unwrap_or_default();
+        println!(
+            "  topic \"{}\" with {} partitions{error}:",
+            t.name,
+            t.partitions.len()
+        );
+        for p in &t.partitions {
+            let list = |v: &[i32]| {
+                v.iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let leader = p.leader.map_or("none".into(), |l| l.to_string());
+            let error = p.error.map(|e| format!(", error {e}")).unwrap_or_default();
+            println!(
+                "    partition {}, leader {leader}, replicas: {}, isrs: {}{error}",
+                p.partition,
+                list(&p.replicas),
+                list(&p.isr)
+            );
+        }
+    }
+}

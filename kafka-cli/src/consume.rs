@@ -1,0 +1,75 @@
+//! `consume`: prints records in kcat's `-f` format, from an offset, until the end or a count.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use futures_util::FutureExt;
+use kafka_tokio::{Consumer, ConsumerConfig, ConsumerEvent, StartFrom};
+
+use crate::args::{settings, ConsumeArgs};
+use crate::cluster::{CliResult, Cluster};
+use crate::format::Format;
+
+fn start_from(o: &str) -> CliResult<StartFrom> {
+    match o {
+        "beginning" => Ok(StartFrom::Earliest),
+        "end" => Ok(StartFrom::Latest),
+        n => n
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(StartFrom::Offset)
+            .ok_or_else(|| format!("-o {o}: expected beginning, end or an offset >= 0")),
+    }
+}
+
+pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliResult<()> {
+    let format = Format::parse(&a.format)?;
+    let start = start_from(&a.offset)?;
+    let mut map = vec![("bootstrap.servers".to_owned(), brokers.to_owned())];
+    map.extend(settings(&a.config)?);
+    let cfg = ConsumerConfig::from_map(map).map_err(|e| format!("consumer config: {e}"))?;
+    let topic = cluster.topic(&a.topic).await?;
+    let partitions: Vec<i32> = match a.partition {
+        Some(p) if p >= 0 && (p as usize) < topic.partitions.len() => vec![p],
+        Some(p) => {
+            return Err(format!(
+                "-p {p}: topic '{}' has partitions 0..{}",
+                a.topic,
+                topic.partitions.len()
+            ))
+        }
+        None => topic.partitions.iter().map(|p| p.partition).collect(),
+    };
+    let mut consumer = Consumer::new(cfg);
+    consumer.assign(partitions.iter().map(|p| (a.topic.as_str(), *p)), start);
+    let mut open: BTreeSet<i32> = partitions.into_iter().collect();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let mut buf = Vec::new();
+    let mut printed = 0u64;
+    let write_err = |e: std::io::Error| format!("writing stdout: {e}");
+    while a.count.is_none_or(|c| printed < c) && !(a.exit_at_end && open.is_empty()) {
+        // Flush only when the next record is not already here: one write per burst.
+        let ev = match consumer.next_event().now_or_never() {
+            Some(ev) => ev,
+            None => {
+                out.flush().map_err(write_err)?;
+                consumer.next_event().await
+            }
+        };
+        match ev.map_err(|e| e.to_string())? {
+            ConsumerEvent::Record(r) => {
+                buf.clear();
+                format.render(&r, &mut buf);
+                out.write_all(&buf).map_err(write_err)?;
+                printed += 1;
+            }
+            ConsumerEvent::EndOfPartition { partition, .. } => {
+                open.remove(&partition);
+            }
+        }
+    }
+    out.flush().map_err(write_err)?;
+    Ok(())
+}

@@ -1,0 +1,242 @@
+//! The CLI against a real broker (Tansu): round trips with keys, headers, partitions, codecs
+//! and formats; metadata and topics; perf; and the one-line errors.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use tests::broker::Broker;
+
+fn cli(broker: &str, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-cli"))
+        .arg("-b")
+        .arg(broker)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kafka-cli");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// Exit status 1 and one stderr line that contains `needle`.
+fn fails_with(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{needle:?} not in: {err}");
+}
+
+#[test]
+fn produce_then_consume_with_keys_headers_partitions_and_formats() {
+    let broker = Broker::start();
+    let b = broker.addr.as_str();
+    ok(&cli(b, &["topic", "create", "rt", "--partitions", "3"], ""));
+    let lines: String = (0..300)
+        .map(|i| format!("key{}|value {i}\n", i % 7))
+        .collect();
+    ok(&cli(
+        b,
+        &[
+            "produce", "-t", "rt", "-K", "|", "-H", "a=1", "-H", "b=two", "-z", "gzip",
+        ],
+        &lines,
+    ));
+    let out = ok(&cli(
+        b,
+        &[
+            "consume",
+            "-t",
+            "rt",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%k\\t%s\\t%h\\t%t %p %o %K %S %T\\n",
+        ],
+        "",
+    ));
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), 300);
+    let mut last: std::collections::BTreeMap<String, i64> = Default::default();
+    for r in &rows {
+        let i: i64 = r[1].strip_prefix("value ").unwrap().parse().unwrap();
+        assert_eq!(r[0], format!("key{}", i % 7), "-K split the key");
+        assert_eq!(r[2], "a=1,b=two", "-H headers, printed by %h");
+        let meta: Vec<&str> = r[3].split(' ').collect();
+        assert_eq!(meta[0], "rt");
+        assert_eq!(meta[3], r[0].len().to_string(), "%K");
+        assert_eq!(meta[4], r[1].len().to_string(), "%S");
+        assert!(meta[5].parse::<i64>().unwrap() > 1_600_000_000_000, "%T");
+        // Same key, same partition, in produce order.
+        let prev = last.insert(r[0].to_owned(), i).unwrap_or(-1);
+        assert!(i > prev);
+    }
+
+    // -p, -o OFFSET and -c.
+    ok(&cli(
+        b,
+        &["produce", "-t", "rt", "-p", "2", "-z", "zstd"],
+        "x\ny\nz\n",
+    ));
+    let out = ok(&cli(
+        b,
+        &[
+            "consume",
+            "-t",
+            "rt",
+            "-p",
+            "2",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%o:%s\\n",
+        ],
+        "",
+    ));
+    let tail: Vec<&str> = out.lines().rev().take(3).collect();
+    let end: i64 = tail[0].split(':').next().unwrap().parse().unwrap();
+    assert_eq!(
+        tail.iter()
+            .map(|l| l.split(':').nth(1).unwrap())
+            .collect::<Vec<_>>(),
+        ["z", "y", "x"]
+    );
+    let from = (end - 1).to_string();
+    let out = ok(&cli(
+        b,
+        &["consume", "-t", "rt", "-p", "2", "-o", &from, "-c", "2"],
+        "",
+    ));
+    assert_eq!(out, "y\nz\n");
+}
+
+#[test]
+fn metadata_topics_and_perf() {
+    let broker = Broker::start();
+    let b = broker.addr.as_str();
+    ok(&cli(b, &["topic", "create", "m1", "--partitions", "4"], ""));
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&cli(b, &["metadata", "--json"], ""))).unwrap();
+    let t = json["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "m1")
+        .unwrap();
+    assert_eq!(t["partitions"].as_array().unwrap().len(), 4);
+    assert_eq!(json["brokers"][0]["id"], t["partitions"][0]["leader"]);
+    let human = ok(&cli(b, &["metadata", "-t", "m1"], ""));
+    assert!(human.contains("topic \"m1\" with 4 partitions"), "{human}");
+
+    let perf: serde_json::Value = serde_json::from_str(&ok(&cli(
+        b,
+        &[
+            "perf",
+            "produce",
+            "-t",
+            "m1",
+            "-n",
+            "20000",
+            "-s",
+            "64",
+            "-X",
+            "linger.ms=5",
+            "--json",
+        ],
+        "",
+    )))
+    .unwrap();
+    assert_eq!(perf["records"], 20000);
+    assert_eq!(perf["bytes"], 20000 * 64);
+    for k in [
+        "seconds",
+        "records_per_sec",
+        "mb_per_sec",
+        "p50_ms",
+        "p99_ms",
+    ] {
+        assert!(perf[k].as_f64().unwrap() > 0.0, "{k}: {perf}");
+    }
+    let out = ok(&cli(
+        b,
+        &[
+            "consume",
+            "-t",
+            "m1",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%S\\n",
+        ],
+        "",
+    ));
+    assert_eq!(out.lines().count(), 20000, "perf wrote every record");
+
+    ok(&cli(b, &["topic", "delete", "m1"], ""));
+    fails_with(&cli(b, &["metadata", "-t", "m1"], ""), "does not exist");
+}
+
+#[test]
+fn errors_name_their_cause_in_one_line() {
+    let broker = Broker::start();
+    let b = broker.addr.as_str();
+    fails_with(
+        &cli(b, &["consume", "-t", "missing", "-e"], ""),
+        "topic 'missing' does not exist",
+    );
+    fails_with(
+        &cli(b, &["produce", "-t", "missing"], "x\n"),
+        "topic 'missing' does not exist",
+    );
+    fails_with(
+        &cli("127.0.0.1:1", &["--timeout", "1", "metadata"], ""),
+        "cannot reach the cluster",
+    );
+    ok(&cli(b, &["topic", "create", "e", "--partitions", "1"], ""));
+    fails_with(
+        &cli(b, &["topic", "create", "e"], ""),
+        "TOPIC_ALREADY_EXISTS",
+    );
+    fails_with(
+        &cli(b, &["produce", "-t", "e", "-X", "acks=maybe"], ""),
+        "`acks`",
+    );
+    fails_with(
+        &cli(b, &["produce", "-t", "e", "-X", "lingerms=5"], ""),
+        "unknown config key `lingerms`",
+    );
+    fails_with(
+        &cli(b, &["produce", "-t", "e", "-X", "linger.ms"], ""),
+        "expected key=value",
+    );
+    fails_with(&cli(b, &["produce", "-t", "e", "-p", "7"], "x\n"), "-p 7");
+    fails_with(
+        &cli(b, &["consume", "-t", "e", "-o", "soon"], ""),
+        "-o soon",
+    );
+    fails_with(&cli(b, &["consume", "-t", "e", "-f", "%q"], ""), "%q");
+    // A record the producer refuses fails the run, with the reason.
+    let big = "x".repeat(2_000_000);
+    fails_with(&cli(b, &["produce", "-t", "e"], &big), "max.request.size");
+    // Bad flags are usage errors (exit 2), as clap reports them.
+    assert_eq!(cli(b, &["produce"], "").status.code(), Some(2));
+    assert_eq!(cli(b, &["frobnicate"], "").status.code(), Some(2));
+}
