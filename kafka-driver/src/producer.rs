@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -137,15 +139,34 @@ impl Future for Delivery {
 }
 
 pub(crate) enum Command {
+    /// The slow path: the caller waits until the core took the record.
     Send(ProducerRecord, oneshot::Sender<Result<Delivery, SendError>>),
+    /// The fast path: the caller already holds the delivery handle; `usize` is the size
+    /// counted in [`Gate::queued`].
+    Enqueue(ProducerRecord, usize, oneshot::Sender<Outcome>),
     Flush(oneshot::Sender<()>),
     Close(Duration, oneshot::Sender<()>),
+}
+
+/// Lets `send` skip the round trip to the driver while memory is plentiful.
+///
+/// Without back-pressure, `send` hands the record over and returns its delivery handle at once:
+/// one channel push, no wake-up of the caller. Once the driver has records waiting for memory
+/// (`blocked`), or the records not yet taken by the driver reach a quarter of `buffer.memory`
+/// (`queued`), `send` waits for the driver's answer instead. So memory stays within
+/// `buffer.memory` plus that quarter, and a blocked `send` can still be cancelled.
+#[derive(Debug)]
+struct Gate {
+    blocked: AtomicBool,
+    queued: AtomicUsize,
+    limit: usize,
 }
 
 /// A Kafka producer. Share it behind an `Arc`; dropping it never blocks and fails the records
 /// still pending.
 pub struct Producer<R> {
     commands: mpsc::UnboundedSender<Command>,
+    gate: Arc<Gate>,
     _runtime: PhantomData<fn() -> R>,
 }
 
@@ -159,7 +180,13 @@ impl<R: Runtime> Producer<R> {
     /// Starts a producer's driver. Nothing connects until the first send.
     pub fn new(config: ProducerConfig) -> Self {
         let (tx, rx) = mpsc::unbounded();
+        let gate = Arc::new(Gate {
+            blocked: AtomicBool::new(false),
+            queued: AtomicUsize::new(0),
+            limit: config.buffer_memory / 4,
+        });
         let session = ProducerSession {
+            gate: gate.clone(),
             max_block: config.max_block,
             core: kafka_core::Producer::new(config),
             pending: BTreeMap::new(),
@@ -171,6 +198,7 @@ impl<R: Runtime> Producer<R> {
         R::spawn(driver::run::<R, _>(session, rx));
         Producer {
             commands: tx,
+            gate,
             _runtime: PhantomData,
         }
     }
@@ -184,9 +212,25 @@ impl<R: Runtime> Producer<R> {
 
     /// Queues a record, waiting up to `max.block.ms` for buffer memory, and returns the handle
     /// to its outcome. Cancelling this future before it returns leaves nothing queued.
+    ///
+    /// While memory is plentiful it returns at once, and a record the producer refuses (too
+    /// large, a bad partition) fails through its handle with [`DeliveryError::Refused`]; under
+    /// back-pressure such refusals come back here as [`SendError::Rejected`].
     pub async fn send(&self, record: Record) -> Result<Delivery, SendError> {
         let mut r = record.inner;
         r.timestamp = record.timestamp.unwrap_or_else(wall_clock_ms);
+        let size = approximate_size(&r);
+        let g = &self.gate;
+        if !g.blocked.load(Ordering::Acquire)
+            && g.queued.load(Ordering::Relaxed).saturating_add(size) <= g.limit
+        {
+            g.queued.fetch_add(size, Ordering::Relaxed);
+            let (tx, rx) = oneshot::channel();
+            return match self.commands.unbounded_send(Command::Enqueue(r, size, tx)) {
+                Ok(()) => Ok(Delivery(rx)),
+                Err(_) => Err(SendError::Closed),
+            };
+        }
         let (tx, rx) = oneshot::channel();
         self.commands
             .unbounded_send(Command::Send(r, tx))
@@ -222,14 +266,54 @@ pub(crate) fn wall_clock_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// The bytes a record takes in the channel, roughly (its payload plus a fixed overhead).
+fn approximate_size(r: &ProducerRecord) -> usize {
+    let len = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len());
+    let headers: usize = r.headers.iter().map(|(k, v)| k.len() + len(v)).sum();
+    r.topic.len() + len(&r.key) + len(&r.value) + headers + 64
+}
+
+/// Who is told when a waiting record is taken or given up.
+enum Reply {
+    /// A `send` call still waiting (slow path).
+    Caller(oneshot::Sender<Result<Delivery, SendError>>),
+    /// A delivery handle already returned (fast path).
+    Handle(oneshot::Sender<Outcome>),
+}
+
+impl Reply {
+    fn is_canceled(&self) -> bool {
+        match self {
+            Reply::Caller(tx) => tx.is_canceled(),
+            // A dropped handle only loses the observation: the record still goes.
+            Reply::Handle(_) => false,
+        }
+    }
+
+    fn fail(self, send: SendError, delivery: DeliveryError) {
+        match self {
+            Reply::Caller(tx) => {
+                let _ = tx.send(Err(send));
+            }
+            Reply::Handle(tx) => {
+                let _ = tx.send(Outcome::Failed {
+                    error: delivery,
+                    certainty: Certainty::NotSent,
+                });
+            }
+        }
+    }
+}
+
 /// A send waiting for buffer memory, in arrival order.
 struct Waiting {
     record: ProducerRecord,
-    reply: oneshot::Sender<Result<Delivery, SendError>>,
+    reply: Reply,
     deadline: Instant,
 }
 
 struct ProducerSession {
+    gate: Arc<Gate>,
     core: kafka_core::Producer,
     max_block: Duration,
     pending: BTreeMap<RecordToken, oneshot::Sender<Outcome>>,
@@ -247,26 +331,43 @@ impl ProducerSession {
                 continue; // the caller cancelled its send: queue nothing
             }
             match self.core.send_or_return(w.record, now) {
-                Ok(token) => {
-                    let (tx, rx) = oneshot::channel();
-                    self.pending.insert(token, tx);
-                    let _ = w.reply.send(Ok(Delivery(rx)));
-                }
+                Ok(token) => match w.reply {
+                    Reply::Caller(reply) => {
+                        let (tx, rx) = oneshot::channel();
+                        self.pending.insert(token, tx);
+                        let _ = reply.send(Ok(Delivery(rx)));
+                    }
+                    Reply::Handle(tx) => {
+                        self.pending.insert(token, tx);
+                    }
+                },
                 Err((CoreSendError::BufferFull, record)) => {
                     self.waiting.push_front(Waiting { record, ..w });
-                    return;
+                    break;
                 }
-                Err((e, _)) => {
-                    let _ = w.reply.send(Err(SendError::Rejected(e)));
-                }
+                Err((e, _)) => w
+                    .reply
+                    .fail(SendError::Rejected(e.clone()), DeliveryError::Refused(e)),
             }
         }
+        self.gate
+            .blocked
+            .store(!self.waiting.is_empty(), Ordering::Release);
     }
 
     fn fail_waiting(&mut self) {
         for w in self.waiting.drain(..) {
-            let _ = w.reply.send(Err(SendError::Closed));
+            w.reply.fail(SendError::Closed, DeliveryError::Closed);
         }
+    }
+
+    fn wait(&mut self, record: ProducerRecord, reply: Reply, now: Instant) {
+        self.waiting.push_back(Waiting {
+            record,
+            reply,
+            deadline: now + self.max_block,
+        });
+        self.send_waiting(now);
     }
 }
 
@@ -280,13 +381,10 @@ impl Session for ProducerSession {
 
     fn command(&mut self, cmd: Command, now: Instant) {
         match cmd {
-            Command::Send(record, reply) => {
-                self.waiting.push_back(Waiting {
-                    record,
-                    reply,
-                    deadline: now + self.max_block,
-                });
-                self.send_waiting(now);
+            Command::Send(record, reply) => self.wait(record, Reply::Caller(reply), now),
+            Command::Enqueue(record, size, reply) => {
+                self.gate.queued.fetch_sub(size, Ordering::Relaxed);
+                self.wait(record, Reply::Handle(reply), now);
             }
             Command::Flush(reply) => {
                 let token = self.core.flush(now);
@@ -337,8 +435,11 @@ impl Session for ProducerSession {
     fn expire(&mut self, now: Instant) {
         while self.waiting.front().is_some_and(|w| w.deadline <= now) {
             let w = self.waiting.pop_front().expect("checked");
-            let _ = w.reply.send(Err(SendError::Timeout));
+            w.reply.fail(SendError::Timeout, DeliveryError::BufferFull);
         }
+        self.gate
+            .blocked
+            .store(!self.waiting.is_empty(), Ordering::Release);
     }
 
     fn finished(&self) -> bool {

@@ -106,6 +106,8 @@ pub struct Producer {
     /// The broker refused sequence 0 as UNKNOWN_PRODUCER_ID: a new producer id is due once
     /// nothing is in flight.
     pid_unknown: bool,
+    /// How many pending records each topic has.
+    pending_topics: BTreeMap<String, usize>,
 }
 
 crate::net::network_io!(Producer, ProducerEvent);
@@ -159,6 +161,7 @@ impl Producer {
             stalled_since: BTreeMap::new(),
             linger_at: None,
             pid_unknown: false,
+            pending_topics: BTreeMap::new(),
             cfg,
         }
     }
@@ -232,6 +235,7 @@ impl Producer {
                 return Err((SendError::BufferFull, record));
             }
             self.acc.pool.used += size;
+            *self.pending_topics.entry(record.topic.clone()).or_default() += 1;
             self.pending.push_back(Pending {
                 token,
                 record,
@@ -356,7 +360,8 @@ impl Producer {
             linger.and_then(future),
             self.acc.next_deadline(),
             self.in_flight.values().map(|b| b.deadline).min(),
-            self.pending.iter().map(|p| p.deadline).min(),
+            // Deadlines grow in send order.
+            self.pending.front().map(|p| p.deadline),
             self.pid_retry_at.and_then(future),
             self.no_broker_since
                 .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger)
@@ -704,6 +709,7 @@ impl Producer {
                 break;
             }
             let p = self.pending.pop_front().expect("checked");
+            self.forget_pending_topic(&p.record.topic);
             let error = DeliveryError::MetadataTimeout(p.record.topic.clone());
             self.fail_pending(p, error);
         }
@@ -725,24 +731,47 @@ impl Producer {
         }
     }
 
-    /// Moves records whose topic metadata arrived into batches.
+    /// Moves records whose topic metadata arrived into batches, in send order, until memory
+    /// runs short. Cheap when nothing can move: sends for a topic whose metadata is on its way
+    /// each step the producer, and a full scan per send would be quadratic.
     fn place_pending(&mut self, now: Instant) {
-        let mut keep = VecDeque::new();
+        if !self
+            .pending_topics
+            .keys()
+            .any(|t| self.metadata.topic(t).is_some())
+        {
+            return;
+        }
+        let mut skipped = VecDeque::new();
         while let Some(p) = self.pending.pop_front() {
             if self.metadata.topic(&p.record.topic).is_none() {
-                keep.push_back(p);
+                skipped.push_back(p);
                 continue;
             }
             self.acc.pool.used -= p.size.min(self.acc.pool.used);
             let deadline = now + self.cfg.delivery_timeout;
             if self.append(p.token, p.record.clone(), deadline).is_err() {
                 // Keep the waiters flag as it is: a user send may still be waiting for memory,
-                // and only a release should clear it (with a MemoryAvailable event).
+                // and only a release should clear it (with a MemoryAvailable event). Later
+                // records wait too, so none overtakes this one.
                 self.acc.pool.used += p.size;
-                keep.push_back(p);
+                self.pending.push_front(p);
+                break;
+            }
+            self.forget_pending_topic(&p.record.topic);
+        }
+        while let Some(p) = skipped.pop_back() {
+            self.pending.push_front(p);
+        }
+    }
+
+    fn forget_pending_topic(&mut self, topic: &str) {
+        if let Some(n) = self.pending_topics.get_mut(topic) {
+            *n -= 1;
+            if *n == 0 {
+                self.pending_topics.remove(topic);
             }
         }
-        self.pending = keep;
     }
 
     fn fail_topic(&mut self, topic: &str, error: DeliveryError) {
@@ -751,6 +780,7 @@ impl Producer {
             .drain(..)
             .partition(|p| p.record.topic == topic);
         self.pending = keep.into();
+        self.pending_topics.remove(topic);
         for p in gone {
             self.fail_pending(p, error.clone());
         }
@@ -771,6 +801,7 @@ impl Producer {
             self.fail_batch(b, error.clone(), true);
         }
         let pending: Vec<Pending> = self.pending.drain(..).collect();
+        self.pending_topics.clear();
         for p in pending {
             self.fail_pending(p, error.clone());
         }

@@ -99,6 +99,14 @@ pub enum DeliveryError {
     /// The producer was closed (or dropped) before the record completed.
     #[error("the producer closed before the record was delivered")]
     Closed,
+    /// The producer refused the record when it was sent (for adapters whose `send` returns
+    /// before the core sees the record).
+    #[error(transparent)]
+    Refused(SendError),
+    /// `buffer.memory` stayed full for `max.block.ms` (for adapters whose `send` returns
+    /// before memory is granted).
+    #[error("buffer.memory stayed full for max.block.ms; the broker may be slow or unreachable")]
+    BufferFull,
 }
 
 /// What happened to a record. Every token gets exactly one outcome.
