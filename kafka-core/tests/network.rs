@@ -426,3 +426,45 @@ fn an_answer_to_a_request_that_expects_none_is_skipped() {
         .collect();
     assert_eq!(tags, [2]);
 }
+
+/// librdkafka's mock broker answers an ApiVersions version it lacks with a reply that parses
+/// neither at that version nor at v0; its error code still says UNSUPPORTED_VERSION.
+#[test]
+fn an_unparseable_unsupported_version_handshake_retries_at_v0() {
+    let mut net: Network<u32> = Network::new(cfg(1), vec![hp("mock:1")]);
+    let now = Instant::ZERO;
+    assert!(net.least_loaded(now).is_none());
+    let Some(Transmit::Connect { conn, .. }) = net.poll_transmit() else {
+        panic!("connects first")
+    };
+    net.handle_connected(conn, now);
+    let Some(Transmit::Send { bytes, .. }) = net.poll_transmit() else {
+        panic!("ApiVersions")
+    };
+    assert_eq!(&bytes[4..8], [0, 18, 0, 4], "ApiVersions v4 first");
+    // The mock's bytes, as captured: correlation id 0, UNSUPPORTED_VERSION, then a hybrid body.
+    let reply = [
+        0, 0, 0, 17, 0, 0, 0, 0, 0, 0x23, 1, 0, 0x12, 0, 0, 0, 2, 0, 0, 0, 0,
+    ];
+    net.handle_received(conn, &reply, now);
+    let Some(Transmit::Send { bytes, .. }) = net.poll_transmit() else {
+        panic!("asks again, on the same connection")
+    };
+    assert_eq!(&bytes[4..8], [0, 18, 0, 0], "ApiVersions v0");
+    assert!(net.poll_transmit().is_none(), "no close");
+    #[rustfmt::skip]
+    let v0 = [
+        0, 0, 0, 22, // size
+        0, 0, 0, 1,  // correlation id
+        0, 0,        // no error
+        0, 0, 0, 2,  // two APIs
+        0, 18, 0, 0, 0, 2,  // ApiVersions 0..=2
+        0, 3, 0, 0, 0, 12,  // Metadata 0..=12
+    ];
+    net.handle_received(conn, &v0, now);
+    assert_eq!(
+        net.least_loaded(now),
+        Some(conn),
+        "ready at once: the failed reply's bytes are not read as a throttle"
+    );
+}

@@ -60,17 +60,31 @@ pub(crate) fn encode_body<T: Wire>(
 /// answers UNSUPPORTED_VERSION with a v0 body (and, like every ApiVersions reply, a v0 header)
 /// listing what it does support. As in the Java client, a body that does not parse at the
 /// requested version is parsed again at v0. No other API has this rule.
+///
+/// Bytes after a complete response body are ignored, as the Java client ignores them:
+/// librdkafka's mock broker, for one, appends a byte to some Metadata replies. Requests (the
+/// broker side) stay strict.
 fn decode_response_body<T: Wire>(key: ApiKey, buf: &Bytes, version: i16) -> Result<T, DecodeError> {
-    match decode_body(key, buf, version) {
-        Err(_) if key == ApiKey::ApiVersions && version != 0 => decode_body(key, buf, 0),
+    match read_body(key, buf, version, false) {
+        Err(_) if key == ApiKey::ApiVersions && version != 0 => read_body(key, buf, 0, false),
         other => other,
     }
 }
 
+#[cfg(feature = "broker")]
 pub(crate) fn decode_body<T: Wire>(
     key: ApiKey,
     buf: &Bytes,
     version: i16,
+) -> Result<T, DecodeError> {
+    read_body(key, buf, version, true)
+}
+
+fn read_body<T: Wire>(
+    key: ApiKey,
+    buf: &Bytes,
+    version: i16,
+    strict: bool,
 ) -> Result<T, DecodeError> {
     let ctx = check_version(key, version).ok_or(DecodeError::UnsupportedVersion {
         api: key.name(),
@@ -78,7 +92,9 @@ pub(crate) fn decode_body<T: Wire>(
     })?;
     let mut r = Reader::new(buf);
     let msg = T::read(&mut r, ctx)?;
-    r.finish()?;
+    if strict {
+        r.finish()?;
+    }
     Ok(msg)
 }
 

@@ -170,3 +170,24 @@ fn tansu_style_api_versions_reply_decodes_and_negotiates() {
         resp
     );
 }
+
+/// librdkafka's mock broker appends a byte to some replies; like the Java client, a response
+/// decoder reads a whole body and ignores what follows. Requests stay strict.
+#[test]
+fn bytes_after_a_response_body_are_ignored_but_not_after_a_request() {
+    let body = Bytes::from_static(&[0, 0, 0, 0, 0, 111, 0, 1, b'h', 0, 0, 0x23, 0x84, 0xAB]);
+    let resp = FindCoordinatorResponse::decode(&body, 0).unwrap();
+    assert_eq!((resp.node_id, resp.port), (111, 9092));
+    #[cfg(feature = "broker")]
+    {
+        let mut buf = BytesMut::new();
+        encode_request(&mut buf, &MetadataRequest::default(), 12, 1, None).unwrap();
+        buf.extend_from_slice(&[0xAB]);
+        let frame = Bytes::from(buf).slice(4..);
+        let err = kafka_proto::header::decode_request(&frame).unwrap_err();
+        assert!(
+            matches!(err, kafka_proto::DecodeError::TrailingBytes(1)),
+            "{err}"
+        );
+    }
+}

@@ -566,12 +566,33 @@ impl<T> Network<T> {
             let req = c.in_flight.pop_front().expect("checked");
             let body = match decode_response_body(req.api, req.version, &frame) {
                 Ok((_, body)) => body,
+                // UNSUPPORTED_VERSION in a reply that parses neither at the version sent nor at
+                // v0 (librdkafka's mock broker writes such a hybrid): ask again at v0, which
+                // every broker speaks.
+                Err(_)
+                    if matches!(req.tag, Tag::Handshake)
+                        && req.version > 0
+                        && frame.get(4..6) == Some(&35i16.to_be_bytes()[..]) =>
+                {
+                    self.send_api_versions(conn, 0, now);
+                    continue;
+                }
                 Err(error) => {
                     c.in_flight.push_front(req);
                     return self.malformed(conn, error, now);
                 }
             };
-            let throttle = body.throttle_time_ms();
+            // A failed handshake's fields mean nothing (librdkafka's mock broker answers an
+            // unsupported ApiVersions version with bytes that read as a 20-minute throttle).
+            let failed_handshake = matches!(
+                (&req.tag, &body),
+                (Tag::Handshake, ResponseBody::ApiVersions(r)) if r.error_code != 0
+            );
+            let throttle = if failed_handshake {
+                0
+            } else {
+                body.throttle_time_ms()
+            };
             if throttle > 0 {
                 c.muted_until = Some(now + Duration::from_millis(throttle as u64));
             }
