@@ -125,6 +125,14 @@ fn produce_then_consume_with_keys_headers_partitions_and_formats() {
         "",
     ));
     assert_eq!(out, "y\nz\n");
+    // -o end skips everything already written (x, y, z went as one batch; Tansu's "latest"
+    // points inside it).
+    let out = ok(&cli(
+        b,
+        &["consume", "-t", "rt", "-p", "2", "-o", "end", "-e"],
+        "",
+    ));
+    assert_eq!(out, "");
 }
 
 #[test]

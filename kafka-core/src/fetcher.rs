@@ -120,6 +120,9 @@ struct Part {
     paused: bool,
     stopped: bool,
     end_reported: bool,
+    /// The position came from ListOffsets "latest": a batch it falls inside of was already
+    /// whole in the log then, so the true end was past it.
+    from_latest: bool,
 }
 
 /// The assign-mode fetcher state machine.
@@ -194,6 +197,7 @@ impl Fetcher {
             paused: false,
             stopped: false,
             end_reported: false,
+            from_latest: false,
         }
     }
 
@@ -495,6 +499,7 @@ impl Fetcher {
                         p.failures = 0;
                         if p.position.is_none() {
                             p.position = Some(offset);
+                            p.from_latest = p.start == StartFrom::Latest;
                         }
                     }
                 }
@@ -587,6 +592,13 @@ impl Fetcher {
                 };
                 if batch.next_offset() <= position {
                     continue; // a fetch starts at the batch holding the position
+                }
+                if std::mem::take(&mut part.from_latest) && batch.base_offset < position {
+                    // The log end is always at a batch boundary, so a "latest" offset inside
+                    // a batch is wrong (Tansu's memory storage answers the last batch's base
+                    // offset + 1): the whole batch was there already. Start after it.
+                    position = batch.next_offset();
+                    continue;
                 }
                 if !batch.is_control() {
                     let iter = match batch.records() {

@@ -300,15 +300,18 @@ fn scripted(answer: fn(i64) -> Bytes) -> Box<dyn FnMut() -> ScriptedBroker> {
         answer,
         Arc::new(AtomicUsize::new(0)),
         Arc::new(AtomicUsize::new(0)),
+        0,
     )
 }
 
 /// As [`scripted`], answering the first `fail_fetches` fetches NOT_LEADER_OR_FOLLOWER and
-/// counting metadata requests in `metadata_requests`.
+/// counting metadata requests in `metadata_requests`, and answering ListOffsets with
+/// `list_offset`.
 fn scripted_with(
     answer: fn(i64) -> Bytes,
     fail_fetches: Arc<AtomicUsize>,
     metadata_requests: Arc<AtomicUsize>,
+    list_offset: i64,
 ) -> Box<dyn FnMut() -> ScriptedBroker> {
     Box::new(move || {
         let (fail_fetches, metadata_requests) = (fail_fetches.clone(), metadata_requests.clone());
@@ -340,7 +343,7 @@ fn scripted_with(
                         name: "t".into(),
                         partitions: vec![ListOffsetsPartitionResponse {
                             partition_index: 0,
-                            offset: 0,
+                            offset: list_offset,
                             ..Default::default()
                         }],
                         ..Default::default()
@@ -450,7 +453,10 @@ fn a_leadership_error_refreshes_metadata_and_fetching_resumes() {
     }
     let fails = Arc::new(AtomicUsize::new(2));
     let metadata = Arc::new(AtomicUsize::new(0));
-    let mut h = Harness::new(&[], scripted_with(answer, fails.clone(), metadata.clone()));
+    let mut h = Harness::new(
+        &[],
+        scripted_with(answer, fails.clone(), metadata.clone(), 0),
+    );
     h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
     h.advance_to(Instant::from_millis(3000));
     assert_eq!(
@@ -468,4 +474,25 @@ fn a_leadership_error_refreshes_metadata_and_fetching_resumes() {
         [0, 1],
         "then fetching resumed, nothing lost or repeated"
     );
+}
+
+/// Tansu (memory storage) answers ListOffsets "latest" with the last batch's base offset + 1.
+/// The log end is always at a batch boundary, so a "latest" inside a batch means the whole batch
+/// was already there: `-o end` must not print its tail.
+#[test]
+fn a_latest_offset_inside_a_batch_starts_after_that_batch() {
+    fn answer(offset: i64) -> Bytes {
+        if offset >= 4 {
+            return Bytes::new();
+        }
+        let mut both = batch(0, &["a", "b", "c"], Compression::None, false).to_vec();
+        both.extend_from_slice(&batch(3, &["new"], Compression::None, false));
+        Bytes::from(both)
+    }
+    let metadata = Arc::new(AtomicUsize::new(0));
+    let fails = Arc::new(AtomicUsize::new(0));
+    let mut h = Harness::new(&[], scripted_with(answer, fails, metadata, 1));
+    h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now);
+    h.advance_to(Instant::from_millis(600));
+    assert_eq!(h.values(), [(3, "new".to_string())]);
 }
