@@ -10,14 +10,35 @@ mod produce;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::Parser as _;
 use kafka_tokio::NewTopic;
 
 use args::{Cli, Command, PerfCommand, TopicAction};
 use cluster::{print_metadata, CliResult, Cluster};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // One line, like every other error: clap's message up to its usage block.
+            let text = e.render().to_string();
+            let message: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.trim_start().starts_with("tip:"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let message = message.join(" ");
+            let message = message.trim_start_matches("error: ");
+            eprintln!("error: {message} (see kafka-cli --help)");
+            return ExitCode::from(2);
+        }
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -244,7 +244,17 @@ fn errors_name_their_cause_in_one_line() {
     // A record the producer refuses fails the run, with the reason.
     let big = "x".repeat(2_000_000);
     fails_with(&cli(b, &["produce", "-t", "e"], &big), "max.request.size");
-    // Bad flags are usage errors (exit 2), as clap reports them.
-    assert_eq!(cli(b, &["produce"], "").status.code(), Some(2));
-    assert_eq!(cli(b, &["frobnicate"], "").status.code(), Some(2));
+    // Bad flags are usage errors: exit 2, one line naming the flag.
+    for (args, needle) in [
+        (&["produce"][..], "--topic"),
+        (&["frobnicate"][..], "frobnicate"),
+        (&["consume", "-t", "e", "--bogus"][..], "--bogus"),
+    ] {
+        let out = cli(b, args, "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(err.contains(needle), "{needle} in {err}");
+    }
+    assert!(cli(b, &["--help"], "").status.success());
 }
