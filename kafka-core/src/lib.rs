@@ -63,6 +63,7 @@ pub mod admin;
 pub mod backoff;
 pub mod config;
 pub mod fetcher;
+pub mod group;
 pub mod metadata;
 pub mod net;
 pub mod partitioner;
