@@ -1,9 +1,9 @@
-//! The consumer's configuration (assign mode for now): Java's keys and defaults for fetching.
-//! Group keys (`group.id`, `session.timeout.ms`, ...) arrive with consumer groups.
+//! The consumer's configuration: Java's keys and defaults for fetching and for groups.
 
 use std::time::Duration;
 
 use super::parse::{self, HostPort};
+use crate::group::Assignor;
 use super::{config_table, ConfigError};
 
 /// `auto.offset.reset`: where to start when there is no valid position.
@@ -65,6 +65,43 @@ impl IsolationLevel {
 
 const I32_MAX: i64 = i32::MAX as i64;
 
+/// `partition.assignment.strategy`: assignor names (or Java class names), most preferred first.
+fn assignors(key: &'static str, v: &str) -> Result<Vec<Assignor>, ConfigError> {
+    let list: Vec<Assignor> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            // Java configs name classes; the last segment says which.
+            let short = match name.rsplit('.').next().unwrap_or(name) {
+                "RangeAssignor" => "range",
+                "RoundRobinAssignor" => "roundrobin",
+                "CooperativeStickyAssignor" => "cooperative-sticky",
+                other => other,
+            };
+            Assignor::from_name(short).ok_or_else(|| ConfigError::InvalidValue {
+                key,
+                value: v.to_owned(),
+                rule: format!(
+                    "unknown assignor `{name}`: expected range, roundrobin or cooperative-sticky"
+                ),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    if list.is_empty() {
+        return Err(ConfigError::InvalidValue {
+            key,
+            value: v.to_owned(),
+            rule: "expected at least one assignor".into(),
+        });
+    }
+    Ok(list)
+}
+
+fn optional(_: &'static str, v: &str) -> Result<Option<String>, ConfigError> {
+    Ok(Some(v.trim().to_owned()).filter(|s| !s.is_empty()))
+}
+
 config_table! {
     /// Consumer configuration (assign mode).
     pub struct ConsumerConfig {
@@ -102,6 +139,25 @@ config_table! {
         connections_max_idle: Duration = "connections.max.idle.ms", "540000", parse::millis(0);
         /// `metadata.max.age.ms`.
         metadata_max_age: Duration = "metadata.max.age.ms", "300000", parse::millis(0);
+        /// `group.id`: the consumer group (none: assign mode only).
+        group_id: Option<String> = "group.id", "", optional;
+        /// `group.instance.id`: makes the member static (KIP-345).
+        group_instance_id: Option<String> = "group.instance.id", "", optional;
+        /// `session.timeout.ms`: the coordinator drops a member silent for this long.
+        session_timeout: Duration = "session.timeout.ms", "45000", parse::millis(1);
+        /// `heartbeat.interval.ms`.
+        heartbeat_interval: Duration = "heartbeat.interval.ms", "3000", parse::millis(1);
+        /// `max.poll.interval.ms`: the member leaves when the application stops polling for
+        /// longer; also the rebalance timeout.
+        max_poll_interval: Duration = "max.poll.interval.ms", "300000", parse::millis(1);
+        /// `max.poll.records`: the most records one poll returns.
+        max_poll_records: i32 = "max.poll.records", "500", parse::int(1, I32_MAX);
+        /// `partition.assignment.strategy`.
+        assignors: Vec<Assignor> = "partition.assignment.strategy", "range,cooperative-sticky", assignors;
+        /// `enable.auto.commit`.
+        enable_auto_commit: bool = "enable.auto.commit", "true", parse::boolean;
+        /// `auto.commit.interval.ms`.
+        auto_commit_interval: Duration = "auto.commit.interval.ms", "5000", parse::millis(0);
         /// `check.crcs`: verify each batch's crc32c.
         check_crcs: bool = "check.crcs", "true", parse::boolean;
         /// `random.seed` (not a Java key): seeds every random choice.
@@ -114,7 +170,17 @@ impl ConsumerConfig {
     pub fn from_map<K: AsRef<str>, V: AsRef<str>>(
         map: impl IntoIterator<Item = (K, V)>,
     ) -> Result<Self, ConfigError> {
-        Self::parse_map(map)
+        let c = Self::parse_map(map)?;
+        if c.group_id.is_some() && c.heartbeat_interval >= c.session_timeout {
+            return Err(ConfigError::Conflict {
+                key: "heartbeat.interval.ms",
+                other: "session.timeout.ms",
+                reason: "heartbeats must come more often than the session times out (Java \
+                         suggests a third of it)"
+                    .into(),
+            });
+        }
+        Ok(c)
     }
 }
 
@@ -129,6 +195,33 @@ mod tests {
         assert_eq!(c.fetch_max_bytes, 52_428_800);
         assert_eq!(c.max_partition_fetch_bytes, 1_048_576);
         assert_eq!(c.auto_offset_reset, OffsetReset::Latest);
+        assert_eq!(c.assignors, [Assignor::Range, Assignor::CooperativeSticky]);
+        assert_eq!(c.group_id, None);
+        let c = ConsumerConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("group.id", "g"),
+            (
+                "partition.assignment.strategy",
+                "org.apache.kafka.clients.consumer.CooperativeStickyAssignor, roundrobin",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(c.group_id.as_deref(), Some("g"));
+        assert_eq!(c.assignors, [Assignor::CooperativeSticky, Assignor::RoundRobin]);
+        let e = ConsumerConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("partition.assignment.strategy", "sticky"),
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown assignor `sticky`"), "{e}");
+        let e = ConsumerConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("group.id", "g"),
+            ("session.timeout.ms", "2000"),
+            ("heartbeat.interval.ms", "3000"),
+        ])
+        .unwrap_err();
+        assert!(matches!(e, ConfigError::Conflict { .. }), "{e}");
         let e = ConsumerConfig::from_map([
             ("bootstrap.servers", "a:1"),
             ("auto.offset.reset", "smallest"),
