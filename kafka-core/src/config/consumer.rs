@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::parse::{self, HostPort};
-use crate::group::Assignor;
 use super::{config_table, ConfigError};
+use crate::group::Assignor;
 
 /// `auto.offset.reset`: where to start when there is no valid position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,7 +207,10 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(c.group_id.as_deref(), Some("g"));
-        assert_eq!(c.assignors, [Assignor::CooperativeSticky, Assignor::RoundRobin]);
+        assert_eq!(
+            c.assignors,
+            [Assignor::CooperativeSticky, Assignor::RoundRobin]
+        );
         let e = ConsumerConfig::from_map([
             ("bootstrap.servers", "a:1"),
             ("partition.assignment.strategy", "sticky"),
