@@ -1,0 +1,447 @@
+//! Committed offsets as a sans-IO sub-machine: OffsetFetch for newly assigned partitions, and
+//! OffsetCommit of what the application consumed, by hand or every
+//! `auto.commit.interval.ms`. Requests go to the group coordinator; the consumer routes them
+//! and feeds back the answers.
+//!
+//! Only offsets of records already handed to the application are committed, with the leader
+//! epoch of the record (KIP-320). One commit is in flight at a time, in order, so committed
+//! offsets never move backwards unless the application seeked back.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::offset_commit_request::{
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_proto::messages::offset_fetch_request::{
+    OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
+use kafka_proto::ErrorCode;
+
+use super::assignor::TopicPartition;
+use crate::time::Instant;
+
+/// An offset and the leader epoch of the record before it (-1 if unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Committed {
+    /// The next offset to read.
+    pub offset: i64,
+    /// The leader epoch of the last record read, for truncation detection.
+    pub leader_epoch: i32,
+}
+
+/// A commit's id, returned by [`Offsets::commit`] and repeated in its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CommitId(pub u64);
+
+/// Why a commit failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitError {
+    /// The group rebalanced or our membership expired; these offsets belong to a generation
+    /// that is over. Another member may own the partitions now.
+    #[error("the group rebalanced before the commit ({0}); consume again and commit after the rebalance")]
+    Rebalanced(ErrorCode),
+    /// The broker refused the commit.
+    #[error("the broker refused the commit: {0}")]
+    Broker(ErrorCode),
+    /// The consumer is not in a group generation that may commit.
+    #[error("not a member of a live group generation; no commit is possible")]
+    NotMember,
+}
+
+/// What the consumer must act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OffsetEvent {
+    /// Committed offsets for partitions asked about (`None`: nothing committed, so the
+    /// `auto.offset.reset` policy decides).
+    Fetched(Vec<(TopicPartition, Option<Committed>)>),
+    /// A commit ended.
+    Commit(CommitId, Result<(), CommitError>),
+}
+
+/// A request for the coordinator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OffsetRequest {
+    /// Read committed offsets.
+    Fetch(OffsetFetchRequest),
+    /// Commit offsets.
+    Commit(OffsetCommitRequest),
+}
+
+#[derive(Debug)]
+struct Commit {
+    id: CommitId,
+    offsets: BTreeMap<TopicPartition, Committed>,
+    /// An automatic commit: its failure is not reported.
+    auto: bool,
+}
+
+/// The offsets side of a group member.
+#[derive(Debug)]
+pub struct Offsets {
+    group_id: String,
+    instance_id: Option<String>,
+    auto_commit: Option<Duration>,
+    consumed: BTreeMap<TopicPartition, Committed>,
+    committed: BTreeMap<TopicPartition, Committed>,
+    to_fetch: BTreeSet<TopicPartition>,
+    fetching: Option<Vec<TopicPartition>>,
+    commits: VecDeque<Commit>,
+    committing: bool,
+    next_commit: u64,
+    next_auto: Option<Instant>,
+    retry_backoff: Duration,
+    retry_at: Option<Instant>,
+    events: VecDeque<OffsetEvent>,
+}
+
+impl Offsets {
+    /// Offsets for `group_id`; with `auto_commit`, consumed offsets are committed on that
+    /// interval.
+    pub fn new(
+        group_id: &str,
+        instance_id: Option<&str>,
+        auto_commit: Option<Duration>,
+        retry_backoff: Duration,
+    ) -> Self {
+        Offsets {
+            group_id: group_id.to_owned(),
+            instance_id: instance_id.map(str::to_owned),
+            auto_commit,
+            consumed: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            to_fetch: BTreeSet::new(),
+            fetching: None,
+            commits: VecDeque::new(),
+            committing: false,
+            next_commit: 0,
+            next_auto: None,
+            retry_backoff,
+            retry_at: None,
+            events: VecDeque::new(),
+        }
+    }
+
+    /// Partitions were assigned: their committed offsets are needed.
+    pub fn assigned(&mut self, tps: &[TopicPartition], now: Instant) {
+        self.to_fetch.extend(tps.iter().cloned());
+        if let Some(every) = self.auto_commit {
+            self.next_auto.get_or_insert(now + every);
+        }
+    }
+
+    /// Partitions went away (revoked or lost): forget them. Commit before, if at all.
+    pub fn removed(&mut self, tps: &[TopicPartition]) {
+        for tp in tps {
+            self.to_fetch.remove(tp);
+            self.consumed.remove(tp);
+            self.committed.remove(tp);
+        }
+    }
+
+    /// The application received records of `tp` up to `next_offset` - 1, the last from
+    /// `leader_epoch`; or it seeked to `next_offset`.
+    pub fn consumed(&mut self, tp: &TopicPartition, next_offset: i64, leader_epoch: i32) {
+        let c = Committed {
+            offset: next_offset,
+            leader_epoch,
+        };
+        self.consumed.insert(tp.clone(), c);
+    }
+
+    /// The last committed offset known for `tp`.
+    pub fn committed(&self, tp: &TopicPartition) -> Option<Committed> {
+        self.committed.get(tp).copied()
+    }
+
+    /// Commits everything consumed and not yet committed.
+    pub fn commit(&mut self) -> CommitId {
+        self.enqueue(false)
+    }
+
+    fn enqueue(&mut self, auto: bool) -> CommitId {
+        let id = CommitId(self.next_commit);
+        self.next_commit += 1;
+        let offsets = self
+            .consumed
+            .iter()
+            .filter(|(tp, c)| self.committed.get(*tp) != Some(*c))
+            .map(|(tp, c)| (tp.clone(), *c))
+            .collect();
+        self.commits.push_back(Commit { id, offsets, auto });
+        id
+    }
+
+    /// Whether commits or fetches are waiting to be sent or answered (close waits for them).
+    pub fn busy(&self) -> bool {
+        self.committing || !self.commits.is_empty() || self.fetching.is_some()
+    }
+
+    /// The next request, given the member's generation (commits need a live one).
+    pub fn poll_request(
+        &mut self,
+        generation: Option<(i32, &str)>,
+        now: Instant,
+    ) -> Option<OffsetRequest> {
+        if self.retry_at.is_some_and(|t| t > now) {
+            return None;
+        }
+        self.retry_at = None;
+        if self.next_auto.is_some_and(|t| t <= now) {
+            self.next_auto = self.auto_commit.map(|every| now + every);
+            if self
+                .consumed
+                .iter()
+                .any(|(tp, c)| self.committed.get(tp) != Some(c))
+            {
+                self.enqueue(true);
+            }
+        }
+        if !self.committing {
+            if let Some(c) = self.commits.front_mut() {
+                // What an earlier commit already covered need not go again.
+                let committed = &self.committed;
+                c.offsets.retain(|tp, o| committed.get(tp) != Some(o));
+                let Some((generation, member_id)) = generation else {
+                    let c = self.commits.pop_front().expect("checked");
+                    self.finish(c, Err(CommitError::NotMember));
+                    return self.poll_request(None, now);
+                };
+                if c.offsets.is_empty() {
+                    let c = self.commits.pop_front().expect("checked");
+                    self.finish(c, Ok(()));
+                    return self.poll_request(Some((generation, member_id)), now);
+                }
+                self.committing = true;
+                let c = self.commits.front().expect("checked");
+                return Some(OffsetRequest::Commit(
+                    self.commit_request(c, generation, member_id),
+                ));
+            }
+        }
+        if self.fetching.is_none() && !self.to_fetch.is_empty() {
+            let tps: Vec<TopicPartition> = std::mem::take(&mut self.to_fetch).into_iter().collect();
+            let req = self.fetch_request(&tps);
+            self.fetching = Some(tps);
+            return Some(OffsetRequest::Fetch(req));
+        }
+        None
+    }
+
+    fn commit_request(&self, c: &Commit, generation: i32, member_id: &str) -> OffsetCommitRequest {
+        let mut topics: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
+        for ((t, p), o) in &c.offsets {
+            topics
+                .entry(t)
+                .or_default()
+                .push(OffsetCommitRequestPartition {
+                    partition_index: *p,
+                    committed_offset: o.offset,
+                    committed_leader_epoch: o.leader_epoch,
+                    committed_metadata: Some(String::new()),
+                    ..Default::default()
+                });
+        }
+        OffsetCommitRequest {
+            group_id: self.group_id.clone(),
+            generation_id_or_member_epoch: generation,
+            member_id: member_id.to_owned(),
+            group_instance_id: self.instance_id.clone(),
+            retention_time_ms: -1,
+            topics: topics
+                .into_iter()
+                .map(|(name, partitions)| OffsetCommitRequestTopic {
+                    name: name.to_owned(),
+                    partitions,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn fetch_request(&self, tps: &[TopicPartition]) -> OffsetFetchRequest {
+        let mut topics: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for (t, p) in tps {
+            topics.entry(t).or_default().push(*p);
+        }
+        // v8+ asks per group; older versions at the top level. The encoder writes whichever
+        // the negotiated version has.
+        OffsetFetchRequest {
+            group_id: self.group_id.clone(),
+            topics: Some(
+                topics
+                    .iter()
+                    .map(|(t, ps)| OffsetFetchRequestTopic {
+                        name: (*t).to_owned(),
+                        partition_indexes: ps.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            groups: vec![OffsetFetchRequestGroup {
+                group_id: self.group_id.clone(),
+                topics: Some(
+                    topics
+                        .iter()
+                        .map(|(t, ps)| OffsetFetchRequestTopics {
+                            name: (*t).to_owned(),
+                            partition_indexes: ps.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }],
+            // Wait out pending transactional commits (KIP-447), as Java does.
+            require_stable: true,
+            ..Default::default()
+        }
+    }
+
+    fn finish(&mut self, c: Commit, result: Result<(), CommitError>) {
+        if result.is_ok() {
+            self.committed.extend(c.offsets);
+        }
+        // An automatic commit reports nothing: a failed one is retried by the next.
+        if !c.auto {
+            self.events.push_back(OffsetEvent::Commit(c.id, result));
+        }
+    }
+
+    /// The answer to the request in flight (OffsetFetch or OffsetCommit).
+    pub fn handle_response(&mut self, body: ResponseBody, now: Instant) {
+        match body {
+            ResponseBody::OffsetCommit(r) if self.committing => {
+                self.committing = false;
+                let c = self.commits.pop_front().expect("a commit in flight");
+                let error = r
+                    .topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .find_map(|p| ErrorCode::from_code(p.error_code));
+                match error {
+                    None => self.finish(c, Ok(())),
+                    Some(e) if is_retriable_commit(e) => {
+                        self.commits.push_front(c);
+                        self.retry_at = Some(now + self.retry_backoff);
+                    }
+                    Some(
+                        e @ (ErrorCode::RebalanceInProgress
+                        | ErrorCode::IllegalGeneration
+                        | ErrorCode::UnknownMemberId
+                        | ErrorCode::FencedInstanceId),
+                    ) => self.finish(c, Err(CommitError::Rebalanced(e))),
+                    Some(e) => self.finish(c, Err(CommitError::Broker(e))),
+                }
+            }
+            ResponseBody::OffsetFetch(r) => {
+                let Some(asked) = self.fetching.take() else {
+                    return;
+                };
+                // v8+ nests the answer in a group; older versions are flat.
+                let (group_error, parts): (i16, Vec<Answer>) = match r.groups.first() {
+                    Some(g) => (
+                        g.error_code,
+                        g.topics
+                            .iter()
+                            .flat_map(|t| {
+                                t.partitions.iter().map(|p| Answer {
+                                    tp: (t.name.clone(), p.partition_index),
+                                    offset: p.committed_offset,
+                                    epoch: p.committed_leader_epoch,
+                                    error: p.error_code,
+                                })
+                            })
+                            .collect(),
+                    ),
+                    None => (
+                        r.error_code,
+                        r.topics
+                            .iter()
+                            .flat_map(|t| {
+                                t.partitions.iter().map(|p| Answer {
+                                    tp: (t.name.clone(), p.partition_index),
+                                    offset: p.committed_offset,
+                                    epoch: p.committed_leader_epoch,
+                                    error: p.error_code,
+                                })
+                            })
+                            .collect(),
+                    ),
+                };
+                if group_error != 0 {
+                    // COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, UNSTABLE_OFFSET_COMMIT...:
+                    // ask again after the backoff.
+                    self.to_fetch.extend(asked);
+                    self.retry_at = Some(now + self.retry_backoff);
+                    return;
+                }
+                let mut out = Vec::new();
+                for tp in asked {
+                    let found = parts.iter().find(|p| p.tp == tp);
+                    match found {
+                        Some(p) if p.error != 0 => {
+                            self.to_fetch.insert(tp);
+                            self.retry_at = Some(now + self.retry_backoff);
+                        }
+                        Some(p) if p.offset >= 0 => {
+                            let c = Committed {
+                                offset: p.offset,
+                                leader_epoch: p.epoch,
+                            };
+                            self.committed.insert(tp.clone(), c);
+                            out.push((tp, Some(c)));
+                        }
+                        _ => out.push((tp, None)),
+                    }
+                }
+                if !out.is_empty() {
+                    self.events.push_back(OffsetEvent::Fetched(out));
+                }
+            }
+            _ => debug_assert!(false, "a response that does not answer the request"),
+        }
+    }
+
+    /// The request in flight got no answer: it is asked again (a commit keeps its place).
+    pub fn handle_failure(&mut self, commit: bool, now: Instant) {
+        self.retry_at = Some(now + self.retry_backoff);
+        if commit {
+            self.committing = false;
+        } else if let Some(asked) = self.fetching.take() {
+            self.to_fetch.extend(asked);
+        }
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<OffsetEvent> {
+        self.events.pop_front()
+    }
+
+    /// The next automatic commit or retry. A pure query.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_auto.into_iter().chain(self.retry_at).min()
+    }
+}
+
+/// One partition of an OffsetFetch answer, whichever shape it came in.
+struct Answer {
+    tp: TopicPartition,
+    offset: i64,
+    epoch: i32,
+    error: i16,
+}
+
+fn is_retriable_commit(e: ErrorCode) -> bool {
+    matches!(
+        e,
+        ErrorCode::CoordinatorLoadInProgress
+            | ErrorCode::CoordinatorNotAvailable
+            | ErrorCode::NotCoordinator
+            | ErrorCode::RequestTimedOut
+            | ErrorCode::UnknownTopicOrPartition
+    )
+}
