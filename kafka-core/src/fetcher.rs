@@ -10,8 +10,12 @@
 //!   and reaching it is reported once as [`FetchEvent::EndOfPartition`].
 //! - OFFSET_OUT_OF_RANGE applies `auto.offset.reset`; leadership errors refresh metadata.
 //!
-//! Not yet: fetch sessions (KIP-227), read_committed filtering of aborted transactions, and a
-//! global prefetch budget; they come with consumer groups.
+//! - One prefetch budget (`queued.max.messages.kbytes`) across all partitions and brokers:
+//!   each Fetch asks for at most the room left, and none goes out while it is spent. The
+//!   driver gives bytes back with [`Fetcher::release`] as the application takes records.
+//!
+//! Not yet: fetch sessions (KIP-227) and read_committed filtering of aborted transactions;
+//! they come with consumer groups.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -77,6 +81,9 @@ pub enum FetchEvent {
         records: Vec<Record>,
         /// The partition's high watermark at the time of the fetch.
         high_watermark: i64,
+        /// What these records count against `queued.max.messages.kbytes`: the driver gives
+        /// it back with [`Fetcher::release`] once the application has taken them.
+        bytes: usize,
     },
     /// The position reached the high watermark: everything written so far was read.
     EndOfPartition {
@@ -137,6 +144,12 @@ pub struct Fetcher {
     backoff: Backoff,
     rng: Rng,
     now: Instant,
+    /// Bytes of records handed out and not yet released by the driver.
+    buffered: usize,
+    /// Bytes that fetches in flight may still bring, per broker.
+    reserved: usize,
+    reservations: BTreeMap<NodeId, usize>,
+    fetch_seq: usize,
 }
 
 const EARLIEST: i64 = -2;
@@ -165,6 +178,10 @@ impl Fetcher {
             backoff,
             rng: Rng::new(cfg.random_seed ^ 0x6665_7463),
             now: Instant::ZERO,
+            buffered: 0,
+            reserved: 0,
+            reservations: BTreeMap::new(),
+            fetch_seq: 0,
             cfg,
         }
     }
@@ -236,6 +253,28 @@ impl Fetcher {
         self.parts
             .get(&(topic.to_owned(), partition))
             .map_or(-1, |p| p.high_watermark)
+    }
+
+    /// The application has taken records worth `bytes` (the `bytes` of their
+    /// [`FetchEvent::Records`]): the prefetch budget has room again.
+    pub fn release(&mut self, bytes: usize, now: Instant) {
+        self.buffered = self.buffered.saturating_sub(bytes);
+        self.drive(now);
+    }
+
+    /// Bytes of fetched records not yet released.
+    pub fn buffered(&self) -> usize {
+        self.buffered
+    }
+
+    fn budget(&self) -> usize {
+        self.cfg.queued_max_kbytes as usize * 1024
+    }
+
+    fn unreserve(&mut self, node: NodeId) {
+        if let Some(n) = self.reservations.remove(&node) {
+            self.reserved = self.reserved.saturating_sub(n);
+        }
     }
 
     /// When to call [`Fetcher::handle_timeout`] next. A pure query.
@@ -344,13 +383,27 @@ impl Fetcher {
     }
 
     fn fetch(&mut self, now: Instant) {
-        for (node, tps) in self.by_leader(|p| p.position.is_some()) {
+        for (node, mut tps) in self.by_leader(|p| p.position.is_some()) {
+            // Each fetch starts at a different partition, so that a spent budget (or
+            // fetch.max.bytes) does not always favour the same ones.
+            if !tps.is_empty() {
+                let start = self.fetch_seq % tps.len();
+                tps.rotate_left(start);
+                self.fetch_seq = self.fetch_seq.wrapping_add(1);
+            }
             if self.fetching.contains(&node) {
                 continue;
+            }
+            // The prefetch budget, across all brokers: what the application has not taken yet,
+            // plus what fetches in flight may still bring.
+            let room = self.budget().saturating_sub(self.buffered + self.reserved);
+            if room == 0 {
+                break;
             }
             let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
                 continue;
             };
+            let max_bytes = room.min(self.cfg.fetch_max_bytes.max(1) as usize);
             let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
             for tp in &tps {
                 let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
@@ -374,7 +427,7 @@ impl Fetcher {
                 replica_id: -1,
                 max_wait_ms: self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32,
                 min_bytes: self.cfg.fetch_min_bytes,
-                max_bytes: self.cfg.fetch_max_bytes,
+                max_bytes: max_bytes as i32,
                 isolation_level: self.cfg.isolation_level.wire_value(),
                 session_id: 0,
                 session_epoch: -1, // no fetch session: a full fetch each time
@@ -390,6 +443,8 @@ impl Fetcher {
                 .is_ok()
             {
                 self.fetching.insert(node);
+                self.reserved += max_bytes;
+                self.reservations.insert(node, max_bytes);
                 for tp in tps {
                     self.parts.get_mut(&tp).expect("assigned").busy = true;
                 }
@@ -424,6 +479,7 @@ impl Fetcher {
                 ..
             } => {
                 self.fetching.remove(&node);
+                self.unreserve(node);
                 self.on_fetch(tps, resp, version, now);
             }
             NetEvent::Failed { tag, .. } => {
@@ -431,6 +487,7 @@ impl Fetcher {
                 let tps = match tag {
                     Tag::Fetch(node, tps) => {
                         self.fetching.remove(&node);
+                        self.unreserve(node);
                         tps
                     }
                     Tag::ListOffsets(tps) => tps,
@@ -582,6 +639,7 @@ impl Fetcher {
             let mut records = Vec::new();
             let mut corrupt = None;
             let raw = data.records.clone().unwrap_or_default();
+            let raw_len = raw.len();
             for batch in RecordBatches::new(raw) {
                 let batch = match batch {
                     Ok(b) => b,
@@ -632,11 +690,24 @@ impl Fetcher {
             part.position = Some(position);
             if read_any {
                 part.end_reported = false;
+                // The records share the response's buffers, or decompressed ones: charge the
+                // larger of the raw set and the records' payloads. (Per-record bookkeeping is
+                // not charged: the broker's byte limits cannot bound it.)
+                let own: usize = records
+                    .iter()
+                    .map(|r| {
+                        r.key.as_ref().map_or(0, |k| k.len())
+                            + r.value.as_ref().map_or(0, |v| v.len())
+                    })
+                    .sum();
+                let bytes = raw_len.max(own);
+                self.buffered += bytes;
                 self.events.push_back(FetchEvent::Records {
                     topic: tp.0.clone(),
                     partition: tp.1,
                     records,
                     high_watermark: data.high_watermark,
+                    bytes,
                 });
             }
             if let Some(error) = corrupt {

@@ -53,6 +53,16 @@ impl Harness {
         }
     }
 
+    /// Brings every broker's clock to now, so that a request sent outside `advance_to` is
+    /// answered in the present.
+    fn sync_brokers(&mut self) {
+        let conns: Vec<ConnId> = self.brokers.keys().copied().collect();
+        for c in conns {
+            let out = self.brokers.get_mut(&c).unwrap().advance(sim(self.now));
+            self.deliver(c, out);
+        }
+    }
+
     fn deliver(&mut self, conn: ConnId, out: kafka_sim::Output) {
         if !out.bytes.is_empty() {
             self.f.handle_received(conn, &out.bytes, self.now);
@@ -142,6 +152,11 @@ impl Harness {
 
 /// Produces `n` records to partition 0 of "t" with the real producer.
 fn produce(cluster: &SingleBroker, n: usize, compression: &str, start: usize) {
+    produce_to(cluster, n, compression, start, 1);
+}
+
+/// Produces `n` records spread over `partitions` partitions of "t".
+fn produce_to(cluster: &SingleBroker, n: usize, compression: &str, start: usize, partitions: i32) {
     let cfg = ProducerConfig::from_map([
         ("bootstrap.servers", "broker:9092"),
         ("compression.type", compression),
@@ -153,7 +168,7 @@ fn produce(cluster: &SingleBroker, n: usize, compression: &str, start: usize) {
     let mut conns = BTreeMap::new();
     for i in start..start + n {
         p.send(
-            ProducerRecord::new("t", format!("v{i}"), 1).with_partition(0),
+            ProducerRecord::new("t", format!("v{i}"), 1).with_partition(i as i32 % partitions),
             now,
         )
         .unwrap();
@@ -495,4 +510,65 @@ fn a_latest_offset_inside_a_batch_starts_after_that_batch() {
     h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now);
     h.advance_to(Instant::from_millis(600));
     assert_eq!(h.values(), [(3, "new".to_string())]);
+}
+
+/// The prefetch budget holds across 1,000 partitions while the application takes nothing,
+/// exceeded by at most one batch (the broker returns a first batch whole); released bytes let
+/// fetching go on until everything arrived.
+#[test]
+fn the_prefetch_budget_holds_across_a_thousand_partitions() {
+    const PARTS: i32 = 1000;
+    let cluster = SingleBroker::new("broker", 9092, PARTS as usize);
+    produce_to(&cluster, 20_000, "none", 0, PARTS);
+    let mut h = Harness::new(&[("queued.max.messages.kbytes", "64")], single(&cluster));
+    h.f.assign(
+        (0..PARTS).map(|p| ("t".to_string(), p)),
+        StartFrom::Earliest,
+        h.now,
+    );
+    h.advance_to(Instant::from_millis(3000));
+    // Measured apart from the fetcher's own counter: the payload bytes it handed out.
+    let held: usize = h
+        .events
+        .iter()
+        .map(|e| match e {
+            FetchEvent::Records { records, .. } => records
+                .iter()
+                .map(|r| r.value.as_ref().map_or(0, |v| v.len()))
+                .sum(),
+            _ => 0,
+        })
+        .sum();
+    let largest_batch = 2000; // batch.size
+    assert!(held > 0, "something was fetched");
+    assert!(
+        held <= 64 * 1024 + largest_batch,
+        "held {held} B with a 64 KiB budget"
+    );
+    assert!(
+        h.f.buffered() <= 64 * 1024 + largest_batch,
+        "{}",
+        h.f.buffered()
+    );
+    // Take everything handed out so far, again and again, until all 20,000 arrived.
+    let mut released = 0;
+    for round in 0..400 {
+        let bytes: usize = h.events[released..]
+            .iter()
+            .map(|e| match e {
+                FetchEvent::Records { bytes, .. } => *bytes,
+                _ => 0,
+            })
+            .sum();
+        released = h.events.len();
+        h.sync_brokers();
+        let now = h.now;
+        h.f.release(bytes, now);
+        h.advance_to(h.now + Duration::from_millis(50));
+        if h.values().len() == 20_000 {
+            assert!(round >= 3, "it took several rounds of releases: {round}");
+            return;
+        }
+    }
+    panic!("only {} of 20000 records arrived", h.values().len());
 }

@@ -277,15 +277,22 @@ struct ConsumerSession {
 }
 
 impl ConsumerSession {
-    fn hand_over(&mut self) {
+    fn hand_over(&mut self, now: Instant) {
         while let Some(w) = self.waiting.take() {
             let Some(ev) = self.ready.pop_front() else {
                 self.waiting = Some(w);
                 return;
             };
-            if let Err(ev) = w.send(ev) {
+            let bytes = match &ev {
+                FetchEvent::Records { bytes, .. } => *bytes,
+                _ => 0,
+            };
+            match w.send(ev) {
+                // The application holds it now: the prefetch budget has room again.
+                Ok(()) if bytes > 0 => self.core.release(bytes, now),
+                Ok(()) => {}
                 // The caller gave up waiting: keep the data for the next ask.
-                self.ready.push_front(ev);
+                Err(ev) => self.ready.push_front(ev),
             }
         }
     }
@@ -303,7 +310,15 @@ impl Session for ConsumerSession {
         match cmd {
             Command::Assign(ps, start) => self.core.assign(ps, start, now),
             Command::Seek(t, p, start) => {
-                self.ready.retain(|e| !event_is_of(e, &t, p));
+                let mut dropped = 0;
+                self.ready.retain(|e| match e {
+                    FetchEvent::Records { bytes, .. } if event_is_of(e, &t, p) => {
+                        dropped += bytes;
+                        false
+                    }
+                    e => !event_is_of(e, &t, p),
+                });
+                self.core.release(dropped, now);
                 self.core.seek(&t, p, start, now);
             }
             Command::Pause(t, p) => self.core.pause(&t, p),
@@ -322,14 +337,14 @@ impl Session for ConsumerSession {
             }
             Command::Next(reply) => {
                 self.waiting = Some(reply);
-                self.hand_over();
+                self.hand_over(now);
             }
         }
     }
 
-    fn event(&mut self, ev: FetchEvent, _now: Instant) {
+    fn event(&mut self, ev: FetchEvent, now: Instant) {
         self.ready.push_back(ev);
-        self.hand_over();
+        self.hand_over(now);
     }
 
     fn detached(&mut self, _now: Instant) {

@@ -338,6 +338,7 @@ impl State {
                         data.log_start_offset = 0;
                         let mut out = BytesMut::new();
                         let limit = (p.partition_max_bytes.max(0) as usize).min(budget);
+                        let first_in_response = empty;
                         for (base, batch) in &log.batches {
                             let next = RecordBatches::new(batch.clone())
                                 .flatten()
@@ -346,8 +347,10 @@ impl State {
                             if next.is_some_and(|n| n <= p.fetch_offset) || *base < 0 {
                                 continue;
                             }
-                            // KIP-74: the first batch goes whole even past the limit.
-                            if !out.is_empty() && out.len() + batch.len() > limit {
+                            // KIP-74: the first batch of the first partition with data goes
+                            // whole even past the limits; nothing else does.
+                            let exempt = out.is_empty() && first_in_response;
+                            if !exempt && out.len() + batch.len() > limit {
                                 break;
                             }
                             out.extend_from_slice(batch);

@@ -117,6 +117,11 @@ config_table! {
         fetch_max_bytes: i32 = "fetch.max.bytes", "52428800", parse::int(0, I32_MAX);
         /// `max.partition.fetch.bytes`: the most data per partition per fetch (soft, KIP-74).
         max_partition_fetch_bytes: i32 = "max.partition.fetch.bytes", "1048576", parse::int(0, I32_MAX);
+        /// `queued.max.messages.kbytes` (librdkafka's name; Java has none): the budget for
+        /// fetched records not yet taken by the application, across all partitions. Fetching
+        /// pauses while it is spent; it may be exceeded by one batch per fetch in flight
+        /// (brokers return a partition's first batch whole, KIP-74).
+        queued_max_kbytes: i32 = "queued.max.messages.kbytes", "65536", parse::int(1, 2_097_151);
         /// `auto.offset.reset`.
         auto_offset_reset: OffsetReset = "auto.offset.reset", "latest", OffsetReset::parse;
         /// `isolation.level`.
