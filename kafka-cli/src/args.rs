@@ -119,6 +119,10 @@ pub struct ConsumeArgs {
     /// Only this partition (default: all).
     #[arg(short = 'p', long)]
     pub partition: Option<i32>,
+    /// Joins this consumer group instead of reading every partition (prints assignments on
+    /// stderr; -o then applies only where the group has no committed offset).
+    #[arg(short = 'G', long = "group", conflicts_with = "partition")]
+    pub group: Option<String>,
     /// Where to start: beginning, end, or an offset.
     #[arg(short = 'o', long, default_value = "end")]
     pub offset: String,

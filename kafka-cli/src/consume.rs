@@ -27,6 +27,14 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
     let format = Format::parse(&a.format)?;
     let start = start_from(&a.offset)?;
     let mut map = vec![("bootstrap.servers".to_owned(), brokers.to_owned())];
+    if let Some(g) = &a.group {
+        map.push(("group.id".to_owned(), g.clone()));
+        let reset = match start {
+            StartFrom::Earliest => "earliest",
+            _ => "latest",
+        };
+        map.push(("auto.offset.reset".to_owned(), reset.to_owned()));
+    }
     map.extend(settings(&a.config)?);
     let cfg = ConsumerConfig::from_map(map).map_err(|e| format!("consumer config: {e}"))?;
     let topic = cluster.topic(&a.topic).await?;
@@ -42,14 +50,22 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
         None => topic.partitions.iter().map(|p| p.partition).collect(),
     };
     let mut consumer = Consumer::new(cfg);
-    consumer.assign(partitions.iter().map(|p| (a.topic.as_str(), *p)), start);
-    let mut open: BTreeSet<i32> = partitions.into_iter().collect();
+    let mut open: BTreeSet<i32> = BTreeSet::new();
+    if a.group.is_some() {
+        consumer.subscribe([a.topic.clone()]);
+    } else {
+        consumer.assign(partitions.iter().map(|p| (a.topic.as_str(), *p)), start);
+        open = partitions.into_iter().collect();
+    }
+    let mut assigned_once = a.group.is_none();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     let mut buf = Vec::new();
     let mut printed = 0u64;
     let write_err = |e: std::io::Error| format!("writing stdout: {e}");
-    while a.count.is_none_or(|c| printed < c) && !(a.exit_at_end && open.is_empty()) {
+    while a.count.is_none_or(|c| printed < c)
+        && !(a.exit_at_end && assigned_once && open.is_empty())
+    {
         // Flush only when the next record is not already here: one write per burst.
         let ev = match consumer.next_event().now_or_never() {
             Some(ev) => ev,
@@ -68,8 +84,24 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
             ConsumerEvent::EndOfPartition { partition, .. } => {
                 open.remove(&partition);
             }
+            ConsumerEvent::Assigned(tps) => {
+                let list: Vec<String> = tps.iter().map(|(t, p)| format!("{t}-{p}")).collect();
+                eprintln!("assigned: {}", list.join(", "));
+                open.extend(tps.iter().map(|(_, p)| *p));
+                assigned_once = true;
+            }
+            ConsumerEvent::Revoking(tps) | ConsumerEvent::Lost(tps) => {
+                for (_, p) in &tps {
+                    open.remove(p);
+                }
+                // With enable.auto.commit (the default) this waits for its commit.
+                consumer.ack_revocation();
+            }
+            _ => {}
         }
     }
     out.flush().map_err(write_err)?;
+    // Leaves the group, committing what was printed (enable.auto.commit).
+    consumer.close(std::time::Duration::from_secs(10)).await;
     Ok(())
 }

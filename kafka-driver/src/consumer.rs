@@ -1,7 +1,7 @@
 //! The assign-mode consumer handle and its driver session: the user pulls records; the driver
 //! hands over whole fetched batches, and the handle gives them out one by one.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -10,7 +10,9 @@ use futures_channel::{mpsc, oneshot};
 use futures_util::stream::Stream;
 use kafka_core::config::{ConfigError, ConsumerConfig};
 use kafka_core::fetcher::{FetchError, FetchEvent, Fetcher, StartFrom};
+use kafka_core::group::offsets::{CommitError, CommitId};
 use kafka_core::proto::record::Headers;
+use kafka_core::proto::ErrorCode;
 use kafka_core::Instant;
 
 use crate::driver::{self, Session};
@@ -37,7 +39,16 @@ pub struct ConsumerRecord {
 
 /// What [`Consumer::next_event`] returns.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ConsumerEvent {
+    /// Group: these partitions are ours now.
+    Assigned(Vec<(String, i32)>),
+    /// Group: these partitions are being taken away. Commit what you consumed of them, then
+    /// call [`Consumer::ack_revocation`] (with `enable.auto.commit` the consumer commits and
+    /// acknowledges for you; `recv` also acknowledges the revocations it skips).
+    Revoking(Vec<(String, i32)>),
+    /// Group: these partitions were lost without a handover; do not commit them.
+    Lost(Vec<(String, i32)>),
     /// A record.
     Record(ConsumerRecord),
     /// The partition's position reached its high watermark: everything written so far was
@@ -66,6 +77,9 @@ pub enum ConsumeError {
         /// What went wrong.
         error: FetchError,
     },
+    /// The group membership stopped for good (for example FENCED_INSTANCE_ID).
+    #[error("the consumer group membership failed: {0}")]
+    Group(ErrorCode),
     /// The consumer's driver has stopped.
     #[error("the consumer is closed")]
     Closed,
@@ -77,14 +91,24 @@ pub(crate) enum Command {
     Pause(String, i32),
     Resume(String, i32),
     Position(String, i32, oneshot::Sender<Option<i64>>),
-    Next(oneshot::Sender<FetchEvent>),
+    Next(Vec<(String, i32, i64)>, oneshot::Sender<FetchEvent>),
+    Subscribe(Vec<String>),
+    Commit(
+        Vec<(String, i32, i64)>,
+        oneshot::Sender<Result<(), CommitError>>,
+    ),
+    AckRevocation(Vec<(String, i32, i64)>),
+    Close(Vec<(String, i32, i64)>, oneshot::Sender<()>),
 }
 
-/// An assign-mode Kafka consumer: it reads chosen partitions from chosen positions, without a
-/// group. Nothing connects until the first `assign`.
+/// A Kafka consumer: in assign mode it reads chosen partitions from chosen positions; with
+/// `group.id` and [`Consumer::subscribe`] it joins a consumer group. Nothing connects until the
+/// first `assign` or `subscribe`.
 pub struct Consumer<R> {
     commands: mpsc::UnboundedSender<Command>,
     local: VecDeque<ConsumerEvent>,
+    /// Next offsets of records returned since the driver last heard: what commits carry.
+    progress: BTreeMap<(Arc<str>, i32), i64>,
     _runtime: PhantomData<fn() -> R>,
 }
 
@@ -102,12 +126,15 @@ impl<R: Runtime> Consumer<R> {
             core: Fetcher::new(config),
             ready: VecDeque::new(),
             waiting: None,
+            commits: BTreeMap::new(),
+            closers: Vec::new(),
             finished: false,
         };
         R::spawn(driver::run::<R, _>(session, rx));
         Consumer {
             commands: tx,
             local: VecDeque::new(),
+            progress: BTreeMap::new(),
             _runtime: PhantomData,
         }
     }
@@ -132,6 +159,42 @@ impl<R: Runtime> Consumer<R> {
     ) {
         let ps = partitions.into_iter().map(|(t, p)| (t.into(), p)).collect();
         self.send(Command::Assign(ps, start));
+    }
+
+    /// Joins the consumer group (`group.id` must be set) subscribed to `topics`.
+    pub fn subscribe<T: Into<String>>(&mut self, topics: impl IntoIterator<Item = T>) {
+        let topics = topics.into_iter().map(Into::into).collect();
+        self.send(Command::Subscribe(topics));
+    }
+
+    fn take_progress(&mut self) -> Vec<(String, i32, i64)> {
+        std::mem::take(&mut self.progress)
+            .into_iter()
+            .map(|((t, p), o)| (t.to_string(), p, o))
+            .collect()
+    }
+
+    /// Commits the offsets of every record returned so far, and waits for the outcome.
+    pub async fn commit(&mut self) -> Result<(), CommitError> {
+        let (tx, rx) = oneshot::channel();
+        let progress = self.take_progress();
+        self.send(Command::Commit(progress, tx));
+        rx.await.unwrap_or(Err(CommitError::NotMember))
+    }
+
+    /// Acknowledges a [`ConsumerEvent::Revoking`]: the rebalance goes on.
+    pub fn ack_revocation(&mut self) {
+        let progress = self.take_progress();
+        self.send(Command::AckRevocation(progress));
+    }
+
+    /// Leaves the group (after a last automatic commit), waiting at most `timeout`.
+    pub async fn close(mut self, timeout: std::time::Duration) {
+        let (tx, rx) = oneshot::channel();
+        let progress = self.take_progress();
+        self.send(Command::Close(progress, tx));
+        // The driver bounds the leave by request.timeout.ms; `timeout` bounds the caller.
+        let _ = with_deadline(rx, timeout).await;
     }
 
     /// Moves a partition's position; records of it not yet returned are dropped.
@@ -165,8 +228,11 @@ impl<R: Runtime> Consumer<R> {
     /// The next record. End-of-partition markers are skipped.
     pub async fn recv(&mut self) -> Result<ConsumerRecord, ConsumeError> {
         loop {
-            if let ConsumerEvent::Record(r) = self.next_event().await? {
-                return Ok(r);
+            match self.next_event().await? {
+                ConsumerEvent::Record(r) => return Ok(r),
+                // Nobody is watching rebalances: let them go on.
+                ConsumerEvent::Revoking(_) => self.ack_revocation(),
+                _ => {}
             }
         }
     }
@@ -175,11 +241,16 @@ impl<R: Runtime> Consumer<R> {
     pub async fn next_event(&mut self) -> Result<ConsumerEvent, ConsumeError> {
         loop {
             if let Some(e) = self.local.pop_front() {
+                if let ConsumerEvent::Record(r) = &e {
+                    self.progress
+                        .insert((r.topic.clone(), r.partition), r.offset + 1);
+                }
                 return Ok(e);
             }
             let (tx, rx) = oneshot::channel();
+            let progress = self.take_progress();
             self.commands
-                .unbounded_send(Command::Next(tx))
+                .unbounded_send(Command::Next(progress, tx))
                 .map_err(|_| ConsumeError::Closed)?;
             match rx.await.map_err(|_| ConsumeError::Closed)? {
                 FetchEvent::Records {
@@ -223,6 +294,12 @@ impl<R: Runtime> Consumer<R> {
                         error,
                     })
                 }
+                FetchEvent::Assigned(tps) => return Ok(ConsumerEvent::Assigned(tps)),
+                FetchEvent::Revoking(tps) => return Ok(ConsumerEvent::Revoking(tps)),
+                FetchEvent::Lost(tps) => return Ok(ConsumerEvent::Lost(tps)),
+                FetchEvent::GroupFailed(e) => return Err(ConsumeError::Group(e)),
+                // Commits and leaving are answered to their callers by the driver.
+                _ => {}
             }
         }
     }
@@ -245,6 +322,7 @@ fn is_of(e: &ConsumerEvent, topic: &str, partition: i32) -> bool {
             partition: p,
             ..
         } => &**t == topic && *p == partition,
+        _ => false,
     }
 }
 
@@ -265,6 +343,7 @@ fn event_is_of(e: &FetchEvent, topic: &str, partition: i32) -> bool {
             partition: p,
             ..
         } => t == topic && *p == partition,
+        _ => false,
     }
 }
 
@@ -273,7 +352,17 @@ struct ConsumerSession {
     /// Fetched and not yet asked for.
     ready: VecDeque<FetchEvent>,
     waiting: Option<oneshot::Sender<FetchEvent>>,
+    commits: BTreeMap<CommitId, oneshot::Sender<Result<(), CommitError>>>,
+    closers: Vec<oneshot::Sender<()>>,
     finished: bool,
+}
+
+impl ConsumerSession {
+    fn consumed(&mut self, progress: Vec<(String, i32, i64)>) {
+        for (t, p, o) in progress {
+            self.core.consumed(&t, p, o);
+        }
+    }
 }
 
 impl ConsumerSession {
@@ -335,23 +424,85 @@ impl Session for ConsumerSession {
                 });
                 let _ = reply.send(buffered.or_else(|| self.core.position(&t, p)));
             }
-            Command::Next(reply) => {
+            Command::Next(progress, reply) => {
+                self.consumed(progress);
+                self.core.polled(now);
                 self.waiting = Some(reply);
                 self.hand_over(now);
+            }
+            Command::Subscribe(topics) => self.core.subscribe(topics, now),
+            Command::Commit(progress, reply) => {
+                self.consumed(progress);
+                match self.core.commit(now) {
+                    Some(id) => {
+                        self.commits.insert(id, reply);
+                    }
+                    None => {
+                        let _ = reply.send(Err(CommitError::NotMember));
+                    }
+                }
+            }
+            Command::AckRevocation(progress) => {
+                self.consumed(progress);
+                self.core.ack_revocation(now);
+            }
+            Command::Close(progress, reply) => {
+                self.consumed(progress);
+                self.closers.push(reply);
+                if self.core.is_group_member() {
+                    self.core.leave(now);
+                } else {
+                    self.finished = true;
+                }
             }
         }
     }
 
     fn event(&mut self, ev: FetchEvent, now: Instant) {
-        self.ready.push_back(ev);
-        self.hand_over(now);
+        match ev {
+            FetchEvent::Committed(id, result) => {
+                if let Some(reply) = self.commits.remove(&id) {
+                    let _ = reply.send(result);
+                }
+            }
+            FetchEvent::Left => {
+                for c in self.closers.drain(..) {
+                    let _ = c.send(());
+                }
+                self.finished = true;
+            }
+            ev => {
+                self.ready.push_back(ev);
+                self.hand_over(now);
+            }
+        }
     }
 
-    fn detached(&mut self, _now: Instant) {
+    fn detached(&mut self, now: Instant) {
+        // Dropped without close: leave the group if in one, without waiting for the answer.
+        if self.core.is_group_member() {
+            self.core.leave(now);
+        }
         self.finished = true;
     }
 
     fn finished(&self) -> bool {
         self.finished
+    }
+}
+
+/// Runs `f` for at most `limit` (a runtime-free timer: a thread sleeps, then wakes the task).
+async fn with_deadline<F: std::future::Future>(
+    f: F,
+    limit: std::time::Duration,
+) -> Option<F::Output> {
+    let (tx, rx) = oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        let _ = tx.send(());
+    });
+    match futures_util::future::select(std::pin::pin!(f), rx).await {
+        futures_util::future::Either::Left((out, _)) => Some(out),
+        futures_util::future::Either::Right(_) => None,
     }
 }

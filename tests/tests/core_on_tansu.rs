@@ -81,6 +81,7 @@ fn consume(broker: &Broker, topic: &str, partitions: i32) -> Vec<(i32, i64, Stri
             }
             FetchEvent::Error { error, .. } => panic!("{error}"),
             FetchEvent::EndOfPartition { .. } => {}
+            other => panic!("unexpected in assign mode: {other:?}"),
         }
     }
     out

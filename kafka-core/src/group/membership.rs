@@ -218,6 +218,11 @@ impl Membership {
         self.events.push_back(GroupEvent::Left);
     }
 
+    /// Whether the member is in the group or on its way in (subscribed, not left or failed).
+    pub fn is_active(&self) -> bool {
+        !matches!(self.state, State::Idle | State::Left | State::Failed)
+    }
+
     /// The partitions owned now.
     pub fn owned(&self) -> &[TopicPartition] {
         &self.owned

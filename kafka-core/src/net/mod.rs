@@ -290,6 +290,12 @@ impl<T> Network<T> {
         self.close_idle_bootstrap(now);
     }
 
+    /// Learns one node's address (a group coordinator found by FindCoordinator) if metadata
+    /// has not listed it.
+    pub fn learn_node(&mut self, node: NodeId, addr: HostPort) {
+        self.nodes.entry(node).or_insert(addr);
+    }
+
     /// Forgets the known nodes and starts over from `bootstrap.servers` (KIP-899): for when no
     /// known broker can be reached, or a broker answered REBOOTSTRAP_REQUIRED. Open connections
     /// stay until idle; new metadata decides which are adopted.

@@ -31,11 +31,14 @@ use kafka_proto::{DecodeError, ErrorCode};
 
 use crate::backoff::Backoff;
 use crate::config::{ConsumerConfig, OffsetReset};
+use crate::group::offsets::{CommitError, CommitId};
 use crate::metadata::Metadata;
 use crate::net::{NetConfig, NetEvent, Network, NodeId, Purpose};
 use crate::producer::TopicPartition;
 use crate::rng::Rng;
 use crate::time::Instant;
+
+mod group;
 
 /// Where to start reading a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +73,7 @@ pub enum FetchError {
 
 /// What the fetcher tells the user.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum FetchEvent {
     /// Records, in offset order, for one partition.
     Records {
@@ -94,6 +98,22 @@ pub enum FetchEvent {
         /// The position (= high watermark).
         offset: i64,
     },
+    /// Group: these partitions are ours now; they are read from their committed offsets (or
+    /// from `auto.offset.reset` where none is committed).
+    Assigned(Vec<TopicPartition>),
+    /// Group: these partitions are being taken away, and fetching them stopped. Commit what
+    /// was consumed, then call [`Fetcher::ack_revocation`] (done for you with
+    /// `enable.auto.commit`, after its commit).
+    Revoking(Vec<TopicPartition>),
+    /// Group: these partitions were lost without a clean handover; nothing of them may be
+    /// committed.
+    Lost(Vec<TopicPartition>),
+    /// A commit asked for with [`Fetcher::commit`] finished.
+    Committed(CommitId, Result<(), CommitError>),
+    /// The group membership stopped for good (for example FENCED_INSTANCE_ID).
+    GroupFailed(ErrorCode),
+    /// The consumer left its group.
+    Left,
     /// A partition error.
     Error {
         /// The topic.
@@ -113,6 +133,10 @@ enum Tag {
     Metadata,
     ListOffsets(Vec<TopicPartition>),
     Fetch(NodeId, Vec<TopicPartition>),
+    /// A membership request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+    Group,
+    /// OffsetFetch (false) or OffsetCommit (true).
+    Offsets(bool),
 }
 
 #[derive(Debug, Clone)]
@@ -127,6 +151,8 @@ struct Part {
     paused: bool,
     stopped: bool,
     end_reported: bool,
+    /// Assigned by the group: the position comes from the committed offset, once fetched.
+    awaiting_committed: bool,
     /// The position came from ListOffsets "latest": a batch it falls inside of was already
     /// whole in the log then, so the true end was past it.
     from_latest: bool,
@@ -150,6 +176,7 @@ pub struct Fetcher {
     reserved: usize,
     reservations: BTreeMap<NodeId, usize>,
     fetch_seq: usize,
+    group: Option<group::Group>,
 }
 
 const EARLIEST: i64 = -2;
@@ -182,6 +209,7 @@ impl Fetcher {
             reserved: 0,
             reservations: BTreeMap::new(),
             fetch_seq: 0,
+            group: group::Group::new(&cfg),
             cfg,
         }
     }
@@ -214,6 +242,7 @@ impl Fetcher {
             paused: false,
             stopped: false,
             end_reported: false,
+            awaiting_committed: false,
             from_latest: false,
         }
     }
@@ -291,6 +320,7 @@ impl Fetcher {
             .into_iter()
             .chain(retries)
             .chain(refresh)
+            .chain(self.group_timeout().and_then(future))
             .min()
     }
 
@@ -315,6 +345,7 @@ impl Fetcher {
                 }
             }
         }
+        self.drive_group(now);
         self.list_offsets(now);
         self.fetch(now);
     }
@@ -339,7 +370,7 @@ impl Fetcher {
     }
 
     fn list_offsets(&mut self, now: Instant) {
-        for (node, tps) in self.by_leader(|p| p.position.is_none()) {
+        for (node, tps) in self.by_leader(|p| p.position.is_none() && !p.awaiting_committed) {
             let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
                 continue;
             };
@@ -482,6 +513,15 @@ impl Fetcher {
                 self.unreserve(node);
                 self.on_fetch(tps, resp, version, now);
             }
+            NetEvent::Response {
+                tag: tag @ (Tag::Group | Tag::Offsets(_)),
+                body,
+                ..
+            } => self.on_group_response(tag, body, now),
+            NetEvent::Failed {
+                tag: tag @ (Tag::Group | Tag::Offsets(_)),
+                ..
+            } => self.on_group_failure(tag, now),
             NetEvent::Failed { tag, .. } => {
                 // The connection failed: find the leader again, then retry with backoff.
                 let tps = match tag {
@@ -491,7 +531,9 @@ impl Fetcher {
                         tps
                     }
                     Tag::ListOffsets(tps) => tps,
-                    Tag::Metadata => unreachable!("handled above"),
+                    Tag::Metadata | Tag::Group | Tag::Offsets(_) => {
+                        unreachable!("handled above")
+                    }
                 };
                 self.metadata.request_update();
                 for tp in tps {
