@@ -407,6 +407,170 @@ macro_rules! suite {
                 })
             }
 
+            fn group_consumer(broker: &Broker, group: &str) -> Consumer {
+                Consumer::from_map([
+                    ("bootstrap.servers", broker.addr.as_str()),
+                    ("group.id", group),
+                    ("session.timeout.ms", "2000"),
+                    ("heartbeat.interval.ms", "500"),
+                    ("auto.offset.reset", "earliest"),
+                    ("auto.commit.interval.ms", "200"),
+                ])
+                .unwrap()
+            }
+
+            async fn produce_values(broker: &Broker, topic: &str, range: std::ops::Range<u32>) {
+                let p = Producer::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
+                let mut hs = Vec::new();
+                for i in range {
+                    hs.push(p.send(Record::new(topic, i.to_string())).await.unwrap());
+                }
+                for h in hs {
+                    h.await.unwrap();
+                }
+                p.close(Duration::from_secs(5)).await;
+            }
+
+            fn value(r: &$krate::ConsumerRecord) -> u32 {
+                std::str::from_utf8(r.value.as_deref().unwrap())
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            }
+
+            #[test]
+            fn a_group_member_resumes_from_its_committed_offsets() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    admin(&broker)
+                        .create_topic(NewTopic::new("grp", 3))
+                        .await
+                        .unwrap();
+                    produce_values(&broker, "grp", 0..300).await;
+                    let mut c = group_consumer(&broker, "g1");
+                    c.subscribe(["grp"]);
+                    let mut seen = std::collections::BTreeSet::new();
+                    within(Duration::from_secs(30), "first member", async {
+                        while seen.len() < 300 {
+                            seen.insert(value(&c.recv().await.unwrap()));
+                        }
+                    })
+                    .await;
+                    c.commit().await.unwrap();
+                    c.close(Duration::from_secs(10)).await;
+
+                    produce_values(&broker, "grp", 300..400).await;
+                    let mut c = group_consumer(&broker, "g1");
+                    c.subscribe(["grp"]);
+                    let mut again = Vec::new();
+                    within(Duration::from_secs(30), "the restarted member", async {
+                        while again.len() < 100 {
+                            again.push(value(&c.recv().await.unwrap()));
+                        }
+                    })
+                    .await;
+                    again.sort();
+                    assert_eq!(
+                        again,
+                        (300..400).collect::<Vec<_>>(),
+                        "from the committed offsets on"
+                    );
+                    c.close(Duration::from_secs(10)).await;
+                })
+            }
+
+            /// The next event of either member, with which one it was.
+            async fn either(
+                a: &mut Consumer,
+                b: &mut Consumer,
+            ) -> (usize, Result<ConsumerEvent, $krate::ConsumeError>) {
+                let fa = std::pin::pin!(a.next_event());
+                let fb = std::pin::pin!(b.next_event());
+                match futures_util::future::select(fa, fb).await {
+                    futures_util::future::Either::Left((e, _)) => (0, e),
+                    futures_util::future::Either::Right((e, _)) => (1, e),
+                }
+            }
+
+            #[test]
+            fn two_members_share_the_partitions_and_read_everything() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    admin(&broker)
+                        .create_topic(NewTopic::new("share", 6))
+                        .await
+                        .unwrap();
+                    produce_values(&broker, "share", 0..600).await;
+                    let mut a = group_consumer(&broker, "g2");
+                    a.subscribe(["share"]);
+                    let mut owned = [0usize; 2];
+                    let mut first = 0;
+                    within(Duration::from_secs(30), "the first member", async {
+                        while first < 600 {
+                            match a.next_event().await.unwrap() {
+                                ConsumerEvent::Record(_) => first += 1,
+                                ConsumerEvent::Assigned(tps) => owned[0] += tps.len(),
+                                _ => {}
+                            }
+                        }
+                    })
+                    .await;
+                    assert_eq!(owned[0], 6, "alone, it owns everything");
+                    // A second member joins: the group rebalances until each owns some.
+                    let mut b = group_consumer(&broker, "g2");
+                    b.subscribe(["share"]);
+                    let mut seen = std::collections::BTreeSet::new();
+                    let mut rebalanced = false;
+                    within(
+                        Duration::from_secs(60),
+                        "the rebalance, then both reading",
+                        async {
+                            loop {
+                                let (i, ev) = either(&mut a, &mut b).await;
+                                match ev.unwrap() {
+                                    ConsumerEvent::Record(r) => {
+                                        assert!(
+                                            value(&r) >= 600,
+                                            "nothing read twice: {}",
+                                            value(&r)
+                                        );
+                                        seen.insert(value(&r));
+                                    }
+                                    ConsumerEvent::Assigned(tps) => owned[i] += tps.len(),
+                                    ConsumerEvent::Revoking(tps) | ConsumerEvent::Lost(tps) => {
+                                        owned[i] -= tps.len();
+                                        if i == 0 {
+                                            a.ack_revocation()
+                                        } else {
+                                            b.ack_revocation()
+                                        }
+                                    }
+                                    _ => {}
+                                }
+                                if !rebalanced
+                                    && owned[0] > 0
+                                    && owned[1] > 0
+                                    && owned[0] + owned[1] == 6
+                                {
+                                    rebalanced = true;
+                                    produce_values(&broker, "share", 600..1200).await;
+                                }
+                                if seen.len() == 600 {
+                                    break;
+                                }
+                            }
+                        },
+                    )
+                    .await;
+                    assert!(
+                        owned[0] > 0 && owned[1] > 0,
+                        "both members own partitions: {owned:?}"
+                    );
+                    a.close(Duration::from_secs(10)).await;
+                    b.close(Duration::from_secs(10)).await;
+                })
+            }
+
             #[test]
             fn a_broker_crash_mid_stream_resolves_every_record() {
                 $block_on(async {
