@@ -329,3 +329,172 @@ fn on_a_three_broker_mock_cluster_nothing_is_lost_or_duplicated_while_leaders_mo
         assert!(seen.iter().all(|s| *s), "every record is in the log");
     });
 }
+
+/// One of our consumers and one librdkafka consumer in one group on 6 partitions, with the
+/// range and then the cooperative-sticky assignor: each gets some partitions, together they
+/// read every new record exactly once, and when librdkafka's leaves, ours takes over from the
+/// committed offsets.
+#[test]
+fn our_consumer_and_librdkafka_share_a_group() {
+    for assignor in ["range", "cooperative-sticky"] {
+        let broker = Broker::start();
+        let rt = runtime();
+        let topic = format!("mixed-{assignor}");
+        let group = format!("mixed-group-{assignor}");
+        rt.block_on(async {
+            let admin = Admin::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
+            admin.create_topic(NewTopic::new(&topic, 6)).await.unwrap();
+        });
+        let common = [
+            ("session.timeout.ms", "2000"),
+            ("heartbeat.interval.ms", "500"),
+            ("auto.offset.reset", "earliest"),
+            ("partition.assignment.strategy", assignor),
+        ];
+        // librdkafka's member, polling on its own thread.
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<u32>)>();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let theirs = {
+            let (addr, topic, group, stop) = (
+                broker.addr.clone(),
+                topic.clone(),
+                group.clone(),
+                stop.clone(),
+            );
+            std::thread::spawn(move || {
+                let mut cfg = ClientConfig::new();
+                cfg.set("bootstrap.servers", &addr)
+                    .set("group.id", &group)
+                    .set("enable.auto.commit", "true")
+                    .set("auto.commit.interval.ms", "200");
+                for (k, v) in common {
+                    cfg.set(k, v);
+                }
+                let c: BaseConsumer = cfg.create().unwrap();
+                c.subscribe(&[&topic]).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let mut values = Vec::new();
+                    if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
+                        let v = std::str::from_utf8(m.payload().unwrap()).unwrap();
+                        values.push(v.parse().unwrap());
+                        c.store_offset_from_message(&m).ok();
+                    }
+                    let owned = c.assignment().map_or(0, |a| a.count());
+                    if tx.send((owned, values)).is_err() {
+                        break;
+                    }
+                }
+                c.commit_consumer_state(rdkafka::consumer::CommitMode::Sync)
+                    .ok();
+                drop(c); // leaves the group
+            })
+        };
+        rt.block_on(async {
+            let mut ours = Consumer::from_map(
+                [
+                    ("bootstrap.servers", broker.addr.as_str()),
+                    ("group.id", group.as_str()),
+                ]
+                .into_iter()
+                .chain(common),
+            )
+            .unwrap();
+            ours.subscribe([topic.as_str()]);
+            let mut our_owned = 0usize;
+            let mut their_owned = 0usize;
+            let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
+            let mut produced = false;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+            // Both join; once both own partitions, 600 records go out; both read them.
+            while seen.len() < 600 {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "{assignor}: stuck at {} of 600, owned {our_owned}+{their_owned}",
+                    seen.len()
+                );
+                while let Ok((owned, values)) = rx.try_recv() {
+                    their_owned = owned;
+                    for v in values {
+                        *seen.entry(v).or_default() += 1;
+                    }
+                }
+                if !produced && our_owned > 0 && their_owned > 0 && our_owned + their_owned == 6 {
+                    produced = true;
+                    let p =
+                        Producer::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
+                    for i in 0..600u32 {
+                        drop(
+                            p.send(Record::new(topic.as_str(), i.to_string()))
+                                .await
+                                .unwrap(),
+                        );
+                    }
+                    p.close(Duration::from_secs(5)).await;
+                }
+                match tokio::time::timeout(Duration::from_millis(100), ours.next_event()).await {
+                    Ok(Ok(kafka_tokio::ConsumerEvent::Record(r))) => {
+                        let v: u32 = std::str::from_utf8(r.value.as_deref().unwrap())
+                            .unwrap()
+                            .parse()
+                            .unwrap();
+                        *seen.entry(v).or_default() += 1;
+                    }
+                    Ok(Ok(kafka_tokio::ConsumerEvent::Assigned(tps))) => our_owned += tps.len(),
+                    Ok(Ok(kafka_tokio::ConsumerEvent::Revoking(tps))) => {
+                        our_owned -= tps.len();
+                        ours.ack_revocation();
+                    }
+                    Ok(Ok(kafka_tokio::ConsumerEvent::Lost(tps))) => our_owned -= tps.len(),
+                    Ok(Ok(_)) | Err(_) => {}
+                    Ok(Err(e)) => panic!("{e}"),
+                }
+            }
+            assert!(
+                seen.values().all(|n| *n == 1),
+                "{assignor}: exactly once: {seen:?}"
+            );
+            assert!(
+                our_owned > 0 && their_owned > 0,
+                "{assignor}: both own partitions"
+            );
+            // librdkafka's member leaves: ours takes every partition, from the committed offsets.
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            while rx.recv().is_ok() {}
+            theirs.join().unwrap();
+            let p = Producer::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
+            for i in 600..900u32 {
+                drop(
+                    p.send(Record::new(topic.as_str(), i.to_string()))
+                        .await
+                        .unwrap(),
+                );
+            }
+            p.close(Duration::from_secs(5)).await;
+            let mut after = BTreeMap::new();
+            while after.len() < 300 {
+                assert!(
+                    tokio::time::Instant::now() < deadline + Duration::from_secs(60),
+                    "{assignor}: takeover stuck at {}",
+                    after.len()
+                );
+                match tokio::time::timeout(Duration::from_millis(200), ours.next_event()).await {
+                    Ok(Ok(kafka_tokio::ConsumerEvent::Record(r))) => {
+                        let v: u32 = std::str::from_utf8(r.value.as_deref().unwrap())
+                            .unwrap()
+                            .parse()
+                            .unwrap();
+                        assert!(
+                            v >= 600,
+                            "{assignor}: {v} was read again after the takeover"
+                        );
+                        *after.entry(v).or_insert(0) += 1;
+                    }
+                    Ok(Ok(kafka_tokio::ConsumerEvent::Revoking(_))) => ours.ack_revocation(),
+                    Ok(Ok(_)) | Err(_) => {}
+                    Ok(Err(e)) => panic!("{e}"),
+                }
+            }
+            ours.close(Duration::from_secs(10)).await;
+        });
+    }
+}
