@@ -161,6 +161,24 @@ pub enum PerfCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Reads N records from the beginning as fast as they come.
+    Consume {
+        /// The topic.
+        #[arg(short = 't', long)]
+        topic: String,
+        /// How many records.
+        #[arg(short = 'n', long, default_value_t = 1_000_000)]
+        count: u64,
+        /// Reads through this consumer group instead of assigning every partition.
+        #[arg(short = 'G', long = "group")]
+        group: Option<String>,
+        /// A consumer config, key=value (repeatable).
+        #[arg(short = 'X', long = "config")]
+        config: Vec<String>,
+        /// One JSON object on stdout instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Splits `key=value` settings, naming the bad one.

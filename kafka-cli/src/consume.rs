@@ -105,3 +105,77 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
     consumer.close(std::time::Duration::from_secs(10)).await;
     Ok(())
 }
+
+pub struct PerfArgs {
+    pub topic: String,
+    pub count: u64,
+    pub group: Option<String>,
+    pub config: Vec<String>,
+    pub json: bool,
+}
+
+/// `perf consume`: N records from the beginning, timed from the first request.
+pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()> {
+    let topic = cluster.topic(&a.topic).await?;
+    let mut map = vec![
+        ("bootstrap.servers".to_owned(), brokers.to_owned()),
+        ("auto.offset.reset".to_owned(), "earliest".to_owned()),
+    ];
+    if let Some(g) = &a.group {
+        map.push(("group.id".to_owned(), g.clone()));
+    }
+    map.extend(settings(&a.config)?);
+    let cfg = ConsumerConfig::from_map(map).map_err(|e| format!("consumer config: {e}"))?;
+    let bar = if a.json {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(a.count)
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} records, {per_sec}, eta {eta}",
+        )
+        .expect("a valid template"),
+    );
+    let start = std::time::Instant::now();
+    let mut consumer = Consumer::new(cfg);
+    match &a.group {
+        Some(_) => consumer.subscribe([a.topic.clone()]),
+        None => consumer.assign(
+            topic
+                .partitions
+                .iter()
+                .map(|p| (a.topic.as_str(), p.partition)),
+            StartFrom::Earliest,
+        ),
+    }
+    let (mut count, mut bytes) = (0u64, 0u64);
+    while count < a.count {
+        let r = consumer.recv().await.map_err(|e| e.to_string())?;
+        count += 1;
+        bytes += r.value.as_ref().map_or(0, |v| v.len()) as u64;
+        if count.is_multiple_of(4096) {
+            bar.set_position(count);
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    consumer.close(std::time::Duration::from_secs(10)).await;
+    let rps = count as f64 / seconds;
+    let mbps = bytes as f64 / seconds / 1e6;
+    if a.json {
+        let out = serde_json::json!({
+            "records": count,
+            "bytes": bytes,
+            "seconds": seconds,
+            "records_per_sec": rps,
+            "mb_per_sec": mbps,
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "{count} records ({bytes} B of values) in {seconds:.2} s: {rps:.0} records/s, {mbps:.1} MB/s"
+        );
+    }
+    Ok(())
+}

@@ -116,5 +116,24 @@ async fn run(cli: Cli) -> CliResult<()> {
             };
             produce::perf(&cluster, &cli.brokers, a).await
         }
+        Command::Perf {
+            what:
+                PerfCommand::Consume {
+                    topic,
+                    count,
+                    group,
+                    config,
+                    json,
+                },
+        } => {
+            let a = consume::PerfArgs {
+                topic,
+                count,
+                group,
+                config,
+                json,
+            };
+            consume::perf(&cluster, &cli.brokers, a).await
+        }
     }
 }

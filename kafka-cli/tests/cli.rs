@@ -197,9 +197,48 @@ fn metadata_topics_and_perf() {
         "",
     ));
     assert_eq!(out.lines().count(), 20000, "perf wrote every record");
+    for group in [None, Some("perf-group")] {
+        let mut args = vec!["perf", "consume", "-t", "m1", "-n", "20000", "--json"];
+        if let Some(g) = group {
+            args.extend(["-G", g, "-X", "session.timeout.ms=2000"]);
+            args.extend(["-X", "heartbeat.interval.ms=500"]);
+        }
+        let perf: serde_json::Value = serde_json::from_str(&ok(&cli(b, &args, ""))).unwrap();
+        assert_eq!(perf["records"], 20000, "{group:?}");
+        assert_eq!(perf["bytes"], 20000 * 64, "{group:?}");
+        assert!(perf["records_per_sec"].as_f64().unwrap() > 0.0, "{perf}");
+    }
 
     ok(&cli(b, &["topic", "delete", "m1"], ""));
     fails_with(&cli(b, &["metadata", "-t", "m1"], ""), "does not exist");
+}
+
+#[test]
+fn consume_with_a_group_prints_its_assignment_and_resumes() {
+    let broker = Broker::start();
+    let b = broker.addr.as_str();
+    ok(&cli(b, &["topic", "create", "gt", "--partitions", "3"], ""));
+    let group = [
+        "-G",
+        "cli-group",
+        "-X",
+        "session.timeout.ms=2000",
+        "-X",
+        "heartbeat.interval.ms=500",
+    ];
+    ok(&cli(b, &["produce", "-t", "gt"], "a\nb\nc\n"));
+    let mut args = vec!["consume", "-t", "gt", "-o", "beginning", "-e"];
+    args.extend(group);
+    let out = cli(b, &args, "");
+    let mut first: Vec<String> = ok(&out).lines().map(str::to_owned).collect();
+    first.sort();
+    assert_eq!(first, ["a", "b", "c"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("assigned: gt-0, gt-1, gt-2"), "{err}");
+    ok(&cli(b, &["produce", "-t", "gt"], "d\ne\n"));
+    let mut second: Vec<String> = ok(&cli(b, &args, "")).lines().map(str::to_owned).collect();
+    second.sort();
+    assert_eq!(second, ["d", "e"], "resumes from the committed offsets");
 }
 
 #[test]
