@@ -1,7 +1,7 @@
 //! A one-node cluster with an in-memory log: enough to produce to and fetch from in examples,
 //! doctests and users' own simulations. Topics are created on first use, idempotent producers
-//! are deduplicated by sequence, and an empty Fetch long-polls for its `max_wait_ms`, all as a
-//! real broker does.
+//! are deduplicated by sequence, an empty Fetch long-polls for its `max_wait_ms`, and a small
+//! group coordinator keeps consumer groups and their offsets, all as a real broker does.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -46,6 +46,7 @@ struct State {
     topics: BTreeMap<String, (Uuid, Vec<Log>)>,
     next_seq: BTreeMap<(i64, Uuid, i32), i32>,
     next_producer_id: i64,
+    groups: crate::group::Groups,
 }
 
 /// One broker (node 1) with an in-memory log. Clone it freely: clones share the log.
@@ -72,9 +73,21 @@ impl SingleBroker {
     /// The broker side of one new connection.
     pub fn connection(&self) -> ScriptedBroker {
         let state = self.state.clone();
-        ScriptedBroker::new(move |_, body| {
+        ScriptedBroker::new(move |header, body| {
             let mut s = state.lock().expect("not poisoned");
             match body {
+                RequestBody::FindCoordinator(_) => {
+                    let (host, port) = (s.host.clone(), s.port);
+                    Reply::Respond(s.groups.find_coordinator(&host, port))
+                }
+                RequestBody::JoinGroup(req) => {
+                    Reply::Respond(s.groups.join(req, header.api_version))
+                }
+                RequestBody::SyncGroup(req) => Reply::Respond(s.groups.sync(req)),
+                RequestBody::Heartbeat(req) => Reply::Respond(s.groups.heartbeat(req)),
+                RequestBody::LeaveGroup(req) => Reply::Respond(s.groups.leave(req)),
+                RequestBody::OffsetCommit(req) => Reply::Respond(s.groups.commit(req)),
+                RequestBody::OffsetFetch(req) => Reply::Respond(s.groups.fetch_offsets(req)),
                 RequestBody::Metadata(req) => {
                     Reply::Respond(ResponseBody::Metadata(s.metadata(req)))
                 }
@@ -109,6 +122,13 @@ impl SingleBroker {
                 _ => Reply::Close,
             }
         })
+    }
+
+    /// How many requests of a group API (`"JoinGroup"`, `"Heartbeat"`, `"OffsetCommit"`, ...)
+    /// the coordinator answered.
+    pub fn group_requests(&self, api: &str) -> usize {
+        let s = self.state.lock().expect("not poisoned");
+        s.groups.counts.get(api).copied().unwrap_or(0)
     }
 
     /// The records of one partition, in offset order.

@@ -149,6 +149,9 @@ impl Fetcher {
 
     fn group_requests(&mut self, now: Instant) {
         let Some(g) = &mut self.group else { return };
+        if !g.membership.is_active() {
+            return; // not subscribed (or left): connect nothing
+        }
         // Membership: FindCoordinator to any node, the rest to the coordinator.
         let coordinator = g.membership.coordinator().cloned();
         let conn = match &coordinator {

@@ -1,0 +1,250 @@
+//! The group consumer in virtual time against `SingleBroker`'s coordinator: the connection
+//! pattern (nothing at construction; FindCoordinator to the least-loaded node; the coordinator
+//! on a connection of its own; the bootstrap connection adopted, not left as a zombie),
+//! heartbeats that go on while a fetch long-polls, and commits that a new member resumes from.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kafka_core::config::ConsumerConfig;
+use kafka_core::fetcher::{FetchEvent, Fetcher};
+use kafka_core::net::{ConnId, Transmit};
+use kafka_core::producer::{self, Outcome, ProducerEvent, ProducerRecord};
+use kafka_core::{Instant, Producer, ProducerConfig};
+use kafka_sim::{ScriptedBroker, SimTime, SingleBroker};
+
+struct Harness {
+    f: Fetcher,
+    now: Instant,
+    cluster: SingleBroker,
+    brokers: BTreeMap<ConnId, ScriptedBroker>,
+    /// (connection, API key) of every request sent.
+    sent: Vec<(ConnId, i16)>,
+    connects: Vec<ConnId>,
+    closes: Vec<ConnId>,
+    events: Vec<FetchEvent>,
+}
+
+fn sim(t: Instant) -> SimTime {
+    SimTime::from_nanos(t.as_nanos())
+}
+
+impl Harness {
+    fn new(cluster: &SingleBroker, group: &str) -> Harness {
+        let cfg = ConsumerConfig::from_map([
+            ("bootstrap.servers", "broker:9092"),
+            ("group.id", group),
+            ("session.timeout.ms", "2000"),
+            ("heartbeat.interval.ms", "500"),
+            ("fetch.max.wait.ms", "5000"),
+            ("auto.offset.reset", "earliest"),
+            ("auto.commit.interval.ms", "1000"),
+        ])
+        .unwrap();
+        Harness {
+            f: Fetcher::new(cfg),
+            now: Instant::ZERO,
+            cluster: cluster.clone(),
+            brokers: BTreeMap::new(),
+            sent: Vec::new(),
+            connects: Vec::new(),
+            closes: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn pump(&mut self) {
+        while let Some(o) = self.f.poll_output() {
+            match o {
+                kafka_core::net::Output::Transmit(Transmit::Connect { conn, .. }) => {
+                    self.connects.push(conn);
+                    self.brokers.insert(conn, self.cluster.connection());
+                    self.brokers.get_mut(&conn).unwrap().advance(sim(self.now));
+                    self.f.handle_connected(conn, self.now);
+                }
+                kafka_core::net::Output::Transmit(Transmit::Send { conn, bytes }) => {
+                    self.sent
+                        .push((conn, i16::from_be_bytes([bytes[4], bytes[5]])));
+                    let b = self.brokers.get_mut(&conn).unwrap();
+                    let out = b.receive(&bytes).unwrap();
+                    if !out.bytes.is_empty() {
+                        self.f.handle_received(conn, &out.bytes, self.now);
+                    }
+                }
+                kafka_core::net::Output::Transmit(Transmit::Close { conn }) => {
+                    self.closes.push(conn);
+                    self.brokers.remove(&conn);
+                }
+                kafka_core::net::Output::Event(e) => self.events.push(e),
+            }
+        }
+    }
+
+    fn advance_to(&mut self, t: Instant) {
+        self.pump();
+        loop {
+            let broker_due = self.brokers.values().filter_map(|b| b.next_due()).min();
+            let next = [
+                self.f.poll_timeout(),
+                broker_due.map(|d| Instant::from_nanos(d.as_nanos() as u64)),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next.filter(|n| *n <= t) else {
+                break;
+            };
+            assert!(next >= self.now, "time never goes back");
+            self.now = next;
+            let conns: Vec<ConnId> = self.brokers.keys().copied().collect();
+            for c in conns {
+                let out = self.brokers.get_mut(&c).unwrap().advance(sim(self.now));
+                if !out.bytes.is_empty() {
+                    self.f.handle_received(c, &out.bytes, self.now);
+                }
+            }
+            self.f.handle_timeout(self.now);
+            self.pump();
+        }
+        self.now = t;
+        self.f.handle_timeout(t);
+        self.pump();
+    }
+
+    fn on(&self, api: i16) -> Vec<ConnId> {
+        let mut v: Vec<ConnId> = self
+            .sent
+            .iter()
+            .filter(|(_, a)| *a == api)
+            .map(|(c, _)| *c)
+            .collect();
+        v.dedup();
+        v
+    }
+
+    fn values(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .flat_map(|e| match e {
+                FetchEvent::Records { records, .. } => records
+                    .iter()
+                    .map(|r| String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap())
+                    .collect(),
+                _ => vec![],
+            })
+            .collect()
+    }
+}
+
+const FETCH: i16 = 1;
+const FIND_COORDINATOR: i16 = 10;
+const JOIN_GROUP: i16 = 11;
+const HEARTBEAT: i16 = 12;
+
+#[test]
+fn the_connection_pattern_and_heartbeats_during_a_long_poll() {
+    let cluster = SingleBroker::new("broker", 9092, 2);
+    let mut h = Harness::new(&cluster, "g");
+    h.advance_to(Instant::from_millis(10_000));
+    assert!(h.connects.is_empty(), "nothing connects at construction");
+    assert_eq!(h.f.poll_timeout(), None);
+
+    let start = h.now;
+    h.f.subscribe(vec!["t".into()], start);
+    h.advance_to(start + Duration::from_secs(10));
+    assert_eq!(h.connects.len(), 2, "bootstrap, then the coordinator's own");
+    let (boot, coord) = (h.connects[0], h.connects[1]);
+    assert_eq!(
+        h.on(FIND_COORDINATOR),
+        [boot],
+        "FindCoordinator to the least-loaded node"
+    );
+    assert_eq!(h.on(JOIN_GROUP), [coord]);
+    assert_eq!(h.on(HEARTBEAT), [coord]);
+    assert_eq!(
+        h.on(FETCH),
+        [boot],
+        "the bootstrap connection was adopted for data"
+    );
+    assert!(h.closes.is_empty(), "no zombie, nothing closed");
+    assert!(
+        matches!(&h.events[0], FetchEvent::Assigned(tps) if tps.len() == 2),
+        "{:?}",
+        h.events
+    );
+    // Fetches long-poll for 5 s while heartbeats go on every 500 ms on their own connection.
+    let heartbeats = h.sent.iter().filter(|(_, a)| *a == HEARTBEAT).count();
+    assert!(heartbeats >= 15, "{heartbeats} heartbeats in 10 s");
+    assert_eq!(
+        cluster.group_requests("JoinGroup"),
+        2,
+        "KIP-394 join, then no rejoin"
+    );
+}
+
+/// Produces `n` records to partition `p` of "t".
+fn produce(cluster: &SingleBroker, n: usize) {
+    let cfg = ProducerConfig::from_map([("bootstrap.servers", "broker:9092")]).unwrap();
+    let mut p = Producer::new(cfg);
+    let mut now = Instant::ZERO;
+    let mut conns = BTreeMap::new();
+    for i in 0..n {
+        p.send(
+            ProducerRecord::new("t", format!("v{i}"), 1).with_partition(0),
+            now,
+        )
+        .unwrap();
+    }
+    p.flush(now);
+    let mut delivered = 0;
+    while delivered < n {
+        while let Some(o) = p.poll_output() {
+            match o {
+                producer::Output::Transmit(Transmit::Connect { conn, .. }) => {
+                    conns.insert(conn, cluster.connection());
+                    p.handle_connected(conn, now);
+                }
+                producer::Output::Transmit(Transmit::Send { conn, bytes }) => {
+                    let out = conns.get_mut(&conn).unwrap().receive(&bytes).unwrap();
+                    p.handle_received(conn, &out.bytes, now);
+                }
+                producer::Output::Event(ProducerEvent::Outcome(_, Outcome::Delivered { .. })) => {
+                    delivered += 1
+                }
+                producer::Output::Event(ProducerEvent::Outcome(_, o)) => panic!("{o:?}"),
+                _ => {}
+            }
+        }
+        now += Duration::from_millis(1);
+        p.handle_timeout(now);
+        assert!(now < Instant::from_millis(10_000), "producing stalled");
+    }
+}
+
+#[test]
+fn a_new_member_resumes_from_the_committed_offsets() {
+    let cluster = SingleBroker::new("broker", 9092, 1);
+    produce(&cluster, 50);
+    let mut h = Harness::new(&cluster, "resume");
+    h.f.subscribe(vec!["t".into()], h.now);
+    h.advance_to(Instant::from_millis(3000));
+    assert_eq!(h.values().len(), 50, "from earliest: nothing committed yet");
+    // The application took the first 30.
+    h.f.consumed("t", 0, 30);
+    let now = h.now;
+    h.f.leave(now); // commits first (enable.auto.commit), then leaves
+    h.advance_to(now + Duration::from_secs(1));
+    assert!(h.events.contains(&FetchEvent::Left), "{:?}", h.events);
+    assert_eq!(cluster.group_requests("LeaveGroup"), 1);
+
+    let mut h2 = Harness::new(&cluster, "resume");
+    h2.f.subscribe(vec!["t".into()], Instant::ZERO);
+    h2.advance_to(Instant::from_millis(3000));
+    let got = h2.values();
+    assert_eq!(
+        got.first().map(String::as_str),
+        Some("v30"),
+        "from the committed offset"
+    );
+    assert_eq!(got.len(), 20);
+}
