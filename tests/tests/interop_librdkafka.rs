@@ -498,3 +498,79 @@ fn our_consumer_and_librdkafka_share_a_group() {
         });
     }
 }
+
+/// On the 3-broker mock cluster our group consumer reads on while the group coordinator moves
+/// and partition leaders move: nothing is skipped.
+#[test]
+fn on_the_mock_cluster_a_group_consumer_survives_coordinator_and_leader_moves() {
+    let mock = MockCluster::new(3).unwrap();
+    let bootstrap = mock.bootstrap_servers();
+    const PARTS: i32 = 6;
+    const N: u32 = 3_000;
+    mock.create_topic("moves", PARTS, 3).unwrap();
+    for p in 0..PARTS {
+        mock.partition_leader("moves", p, Some(1 + p % 3)).unwrap();
+    }
+    mock.coordinator(rdkafka::mocking::MockCoordinator::Group("movers".into()), 1)
+        .unwrap();
+    // The mock advertises flexible versions of the group APIs that its handlers misread (an
+    // i32 where a compact array count is, v0-2 fields for LeaveGroup v3+) and drops the
+    // connection; librdkafka itself never sends them. Cap them where the mock works.
+    use rdkafka::types::RDKafkaApiKey;
+    for (api, max) in [
+        (RDKafkaApiKey::JoinGroup, 5),
+        (RDKafkaApiKey::SyncGroup, 3),
+        (RDKafkaApiKey::LeaveGroup, 2),
+    ] {
+        mock.apiversion(api, Some(0), Some(max)).unwrap();
+    }
+    runtime().block_on(async {
+        let p = Producer::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
+        let mut hs = Vec::new();
+        for i in 0..N {
+            hs.push(p.send(Record::new("moves", i.to_string())).await.unwrap());
+        }
+        for h in hs {
+            h.await.unwrap();
+        }
+        p.close(Duration::from_secs(5)).await;
+
+        let mut c = Consumer::from_map([
+            ("bootstrap.servers", bootstrap.as_str()),
+            ("group.id", "movers"),
+            ("auto.offset.reset", "earliest"),
+            ("session.timeout.ms", "6000"),
+            ("heartbeat.interval.ms", "500"),
+            ("max.partition.fetch.bytes", "2048"),
+        ])
+        .unwrap();
+        c.subscribe(["moves"]);
+        let mut seen = std::collections::BTreeSet::new();
+        let mut count = 0;
+        while seen.len() < N as usize {
+            let r = tokio::time::timeout(Duration::from_secs(60), c.recv())
+                .await
+                .unwrap_or_else(|_| panic!("stuck at {} of {N}", seen.len()))
+                .unwrap();
+            seen.insert(
+                std::str::from_utf8(r.value.as_deref().unwrap())
+                    .unwrap()
+                    .parse::<u32>()
+                    .unwrap(),
+            );
+            count += 1;
+            if count == 1_000 {
+                mock.coordinator(rdkafka::mocking::MockCoordinator::Group("movers".into()), 2)
+                    .unwrap();
+            }
+            if count == 2_000 {
+                for p in 0..PARTS {
+                    mock.partition_leader("moves", p, Some(1 + (p + 1) % 3))
+                        .unwrap();
+                }
+            }
+        }
+        assert_eq!(seen.len(), N as usize, "nothing skipped");
+        c.close(Duration::from_secs(10)).await;
+    });
+}
