@@ -91,6 +91,7 @@ pub(crate) enum Command {
     Pause(String, i32),
     Resume(String, i32),
     Position(String, i32, oneshot::Sender<Option<i64>>),
+    Committed(String, i32, oneshot::Sender<Option<i64>>),
     Next(Vec<(String, i32, i64)>, oneshot::Sender<FetchEvent>),
     Subscribe(Vec<String>),
     Commit(
@@ -107,6 +108,7 @@ pub(crate) enum Command {
 pub struct Consumer<R> {
     commands: mpsc::UnboundedSender<Command>,
     local: VecDeque<ConsumerEvent>,
+    max_poll_records: usize,
     /// Next offsets of records returned since the driver last heard: what commits carry.
     progress: BTreeMap<(Arc<str>, i32), i64>,
     _runtime: PhantomData<fn() -> R>,
@@ -122,6 +124,7 @@ impl<R: Runtime> Consumer<R> {
     /// Starts a consumer's driver.
     pub fn new(config: ConsumerConfig) -> Self {
         let (tx, rx) = mpsc::unbounded();
+        let max_poll_records = config.max_poll_records.max(1) as usize;
         let session = ConsumerSession {
             core: Fetcher::new(config),
             ready: VecDeque::new(),
@@ -134,6 +137,7 @@ impl<R: Runtime> Consumer<R> {
         Consumer {
             commands: tx,
             local: VecDeque::new(),
+            max_poll_records,
             progress: BTreeMap::new(),
             _runtime: PhantomData,
         }
@@ -223,6 +227,32 @@ impl<R: Runtime> Consumer<R> {
         let (tx, rx) = oneshot::channel();
         self.send(Command::Position(topic.to_owned(), partition, tx));
         rx.await.ok().flatten()
+    }
+
+    /// The last committed offset of a partition of the group, if known.
+    pub async fn committed(&self, topic: &str, partition: i32) -> Option<i64> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Committed(topic.to_owned(), partition, tx));
+        rx.await.ok().flatten()
+    }
+
+    /// The next records: at least one, at most `max.poll.records`, of whatever is already
+    /// fetched. Rebalance and end-of-partition events are skipped as by `recv`.
+    pub async fn recv_batch(&mut self) -> Result<Vec<ConsumerRecord>, ConsumeError> {
+        let mut out = vec![self.recv().await?];
+        while out.len() < self.max_poll_records {
+            match self.local.front() {
+                Some(ConsumerEvent::Record(_)) => {
+                    if let Some(ConsumerEvent::Record(r)) = self.local.pop_front() {
+                        self.progress
+                            .insert((r.topic.clone(), r.partition), r.offset + 1);
+                        out.push(r);
+                    }
+                }
+                _ => break,
+            }
+        }
+        Ok(out)
     }
 
     /// The next record. End-of-partition markers are skipped.
@@ -431,6 +461,9 @@ impl Session for ConsumerSession {
                 self.hand_over(now);
             }
             Command::Subscribe(topics) => self.core.subscribe(topics, now),
+            Command::Committed(t, p, reply) => {
+                let _ = reply.send(self.core.committed(&t, p));
+            }
             Command::Commit(progress, reply) => {
                 self.consumed(progress);
                 match self.core.commit(now) {

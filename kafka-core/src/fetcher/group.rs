@@ -84,6 +84,15 @@ impl Fetcher {
         }
     }
 
+    /// The last committed offset known for a partition (fetched on assignment or committed
+    /// since).
+    pub fn committed(&self, topic: &str, partition: i32) -> Option<i64> {
+        let g = self.group.as_ref()?;
+        g.offsets
+            .committed(&(topic.to_owned(), partition))
+            .map(|c| c.offset)
+    }
+
     /// Commits every consumed offset; [`FetchEvent::Committed`] reports the outcome.
     pub fn commit(&mut self, now: Instant) -> Option<CommitId> {
         let g = self.group.as_mut()?;
