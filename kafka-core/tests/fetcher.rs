@@ -572,3 +572,112 @@ fn the_prefetch_budget_holds_across_a_thousand_partitions() {
     }
     panic!("only {} of 20000 records arrived", h.values().len());
 }
+
+/// A transactional batch of `values` by producer `pid`, or its commit/abort marker.
+fn txn_batch(base: i64, pid: i64, values: &[&str], marker: Option<i16>) -> Vec<u8> {
+    let mut b = BatchBuilder::new(Compression::None, 256);
+    match marker {
+        Some(kind) => {
+            let key = [0, 0, 0, kind as u8];
+            b.append(1, Some(&key[..]), Some(&[0, 0, 0, 0, 0, 0][..]), &[]);
+        }
+        None => {
+            for v in values {
+                b.append(1, None, Some(v.as_bytes()), &[]);
+            }
+        }
+    }
+    b.seal(&BatchMeta {
+        base_offset: base,
+        producer_id: pid,
+        producer_epoch: 0,
+        base_sequence: 0,
+        transactional: pid >= 0,
+        control: marker.is_some(),
+        ..BatchMeta::default()
+    })
+    .unwrap()
+    .to_vec()
+}
+
+#[test]
+fn read_committed_skips_aborted_transactions_and_markers() {
+    use kafka_sim::proto::messages::fetch_response::AbortedTransaction;
+    // pid 7 writes a, b then aborts; c is not transactional; pid 8 writes d and commits.
+    let mut log = Vec::new();
+    log.extend(txn_batch(0, 7, &["a", "b"], None));
+    log.extend(txn_batch(2, 7, &[], Some(0)));
+    log.extend(txn_batch(3, -1, &["c"], None));
+    log.extend(txn_batch(4, 8, &["d"], None));
+    log.extend(txn_batch(5, 8, &[], Some(1)));
+    let log = Bytes::from(log);
+    for (level, want) in [
+        ("read_committed", vec!["c", "d"]),
+        ("read_uncommitted", vec!["a", "b", "c", "d"]),
+    ] {
+        let log = log.clone();
+        let connect = Box::new(move || {
+            let log = log.clone();
+            ScriptedBroker::new(move |_, body| match body {
+                RequestBody::Metadata(_) => {
+                    Reply::Respond(ResponseBody::Metadata(MetadataResponse {
+                        brokers: vec![MetadataResponseBroker {
+                            node_id: 1,
+                            host: "broker".into(),
+                            port: 9092,
+                            ..Default::default()
+                        }],
+                        topics: vec![MetadataResponseTopic {
+                            name: Some("t".into()),
+                            partitions: vec![MetadataResponsePartition {
+                                partition_index: 0,
+                                leader_id: 1,
+                                ..Default::default()
+                            }],
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }))
+                }
+                RequestBody::Fetch(req) => {
+                    let offset = req.topics[0].partitions[0].fetch_offset;
+                    let records = if offset < 6 {
+                        log.clone()
+                    } else {
+                        Bytes::new()
+                    };
+                    let resp = ResponseBody::Fetch(FetchResponse {
+                        responses: vec![FetchableTopicResponse {
+                            topic: "t".into(),
+                            partitions: vec![PartitionData {
+                                partition_index: 0,
+                                high_watermark: 6,
+                                last_stable_offset: 6,
+                                aborted_transactions: Some(vec![AbortedTransaction {
+                                    producer_id: 7,
+                                    first_offset: 0,
+                                    ..Default::default()
+                                }]),
+                                records: Some(records),
+                                ..Default::default()
+                            }],
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    });
+                    Reply::After(
+                        Duration::from_millis(if offset < 6 { 0 } else { 500 }),
+                        Box::new(Reply::Respond(resp)),
+                    )
+                }
+                other => panic!("{other:?}"),
+            })
+        });
+        let mut h = Harness::new(&[("isolation.level", level)], connect);
+        h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+        h.advance_to(Instant::from_millis(1000));
+        let got: Vec<String> = h.values().into_iter().map(|v| v.1).collect();
+        assert_eq!(got, want, "{level}");
+        assert_eq!(h.f.position("t", 0), Some(6), "{level}: past the markers");
+    }
+}

@@ -14,8 +14,10 @@
 //!   each Fetch asks for at most the room left, and none goes out while it is spent. The
 //!   driver gives bytes back with [`Fetcher::release`] as the application takes records.
 //!
-//! Not yet: fetch sessions (KIP-227) and read_committed filtering of aborted transactions;
-//! they come with consumer groups.
+//! - `isolation.level=read_committed` skips the batches of aborted transactions (from the
+//!   response's aborted-transaction list up to each ABORT marker) and every control batch.
+//!
+//! Not yet: fetch sessions (KIP-227).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -26,11 +28,11 @@ use kafka_proto::messages::list_offsets_request::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 };
 use kafka_proto::messages::list_offsets_response::ListOffsetsResponse;
-use kafka_proto::record::{Record, RecordBatches};
+use kafka_proto::record::{ControlRecordType, Record, RecordBatches};
 use kafka_proto::{DecodeError, ErrorCode};
 
 use crate::backoff::Backoff;
-use crate::config::{ConsumerConfig, OffsetReset};
+use crate::config::{ConsumerConfig, IsolationLevel, OffsetReset};
 use crate::group::offsets::{CommitError, CommitId};
 use crate::metadata::Metadata;
 use crate::net::{NetConfig, NetEvent, Network, NodeId, Purpose};
@@ -682,6 +684,21 @@ impl Fetcher {
             let mut corrupt = None;
             let raw = data.records.clone().unwrap_or_default();
             let raw_len = raw.len();
+            // read_committed (KIP-98): a producer's transactional batches from the first offset
+            // of an aborted transaction on are skipped, until its ABORT marker.
+            let read_committed = self.cfg.isolation_level == IsolationLevel::ReadCommitted;
+            let mut aborted: Vec<(i64, i64)> = if read_committed {
+                data.aborted_transactions
+                    .iter()
+                    .flatten()
+                    .map(|a| (a.first_offset, a.producer_id))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            aborted.sort_unstable();
+            let mut aborted = aborted.into_iter().peekable();
+            let mut aborting: BTreeSet<i64> = BTreeSet::new();
             for batch in RecordBatches::new(raw) {
                 let batch = match batch {
                     Ok(b) => b,
@@ -699,6 +716,21 @@ impl Fetcher {
                     // offset + 1): the whole batch was there already. Start after it.
                     position = batch.next_offset();
                     continue;
+                }
+                if read_committed {
+                    while let Some((_, pid)) =
+                        aborted.next_if(|(first, _)| *first <= batch.last_offset())
+                    {
+                        aborting.insert(pid);
+                    }
+                    if batch.is_control() {
+                        if matches!(batch.control_type(), Ok(Some(ControlRecordType::Abort))) {
+                            aborting.remove(&batch.producer_id);
+                        }
+                    } else if batch.is_transactional() && aborting.contains(&batch.producer_id) {
+                        position = batch.next_offset();
+                        continue;
+                    }
                 }
                 if !batch.is_control() {
                     let iter = match batch.records() {
