@@ -1,0 +1,210 @@
+//! Reading a Fetch response: errors per partition, batches from the position on, records
+//! handed out against the prefetch budget, read_committed filtering, truncated and corrupt
+//! batches.
+
+use std::collections::BTreeSet;
+
+use kafka_proto::messages::fetch_response::FetchResponse;
+use kafka_proto::record::{ControlRecordType, RecordBatches};
+use kafka_proto::ErrorCode;
+
+use super::{FetchError, FetchEvent, Fetcher, StartFrom};
+use crate::config::{IsolationLevel, OffsetReset};
+use crate::producer::TopicPartition;
+use crate::time::Instant;
+
+impl Fetcher {
+    pub(super) fn on_fetch(
+        &mut self,
+        tps: Vec<TopicPartition>,
+        resp: FetchResponse,
+        version: i16,
+        now: Instant,
+    ) {
+        for tp in tps {
+            let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
+            let data = resp
+                .responses
+                .iter()
+                .filter(|t| {
+                    if version >= 13 {
+                        t.topic_id == topic_id
+                    } else {
+                        t.topic == tp.0
+                    }
+                })
+                .flat_map(|t| &t.partitions)
+                .find(|p| p.partition_index == tp.1);
+            let Some(data) = data else {
+                self.retry_later(&tp, now);
+                continue;
+            };
+            let Some(part) = self.parts.get_mut(&tp) else {
+                continue;
+            };
+            part.busy = false;
+            match ErrorCode::from_code(data.error_code) {
+                None => {}
+                Some(ErrorCode::OffsetOutOfRange) => {
+                    let offset = part.position.unwrap_or(-1);
+                    match self.cfg.auto_offset_reset {
+                        OffsetReset::Earliest => *part = Self::part(StartFrom::Earliest),
+                        OffsetReset::Latest => *part = Self::part(StartFrom::Latest),
+                        OffsetReset::None => {
+                            part.stopped = true;
+                            self.events.push_back(FetchEvent::Error {
+                                topic: tp.0.clone(),
+                                partition: tp.1,
+                                error: FetchError::OffsetOutOfRange(offset),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                Some(e) => {
+                    if data.current_leader.leader_id >= 0 {
+                        let hint = &data.current_leader;
+                        self.metadata.apply_leader_hint(
+                            &tp.0,
+                            tp.1,
+                            hint.leader_id,
+                            hint.leader_epoch,
+                            None,
+                        );
+                    }
+                    self.partition_error(&tp, e, now);
+                    continue;
+                }
+            }
+            part.high_watermark = data.high_watermark;
+            part.failures = 0;
+            let Some(mut position) = part.position else {
+                continue;
+            };
+            let mut records = Vec::new();
+            let mut corrupt = None;
+            let raw = data.records.clone().unwrap_or_default();
+            let raw_len = raw.len();
+            // read_committed (KIP-98): a producer's transactional batches from the first offset
+            // of an aborted transaction on are skipped, until its ABORT marker.
+            let read_committed = self.cfg.isolation_level == IsolationLevel::ReadCommitted;
+            let mut aborted: Vec<(i64, i64)> = if read_committed {
+                data.aborted_transactions
+                    .iter()
+                    .flatten()
+                    .map(|a| (a.first_offset, a.producer_id))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            aborted.sort_unstable();
+            let mut aborted = aborted.into_iter().peekable();
+            let mut aborting: BTreeSet<i64> = BTreeSet::new();
+            for batch in RecordBatches::new(raw) {
+                let batch = match batch {
+                    Ok(b) => b,
+                    Err(error) => {
+                        corrupt = Some(error);
+                        break;
+                    }
+                };
+                if batch.next_offset() <= position {
+                    continue; // a fetch starts at the batch holding the position
+                }
+                if std::mem::take(&mut part.from_latest) && batch.base_offset < position {
+                    // The log end is always at a batch boundary, so a "latest" offset inside
+                    // a batch is wrong (Tansu's memory storage answers the last batch's base
+                    // offset + 1): the whole batch was there already. Start after it.
+                    position = batch.next_offset();
+                    continue;
+                }
+                if read_committed {
+                    while let Some((_, pid)) =
+                        aborted.next_if(|(first, _)| *first <= batch.last_offset())
+                    {
+                        aborting.insert(pid);
+                    }
+                    if batch.is_control() {
+                        if matches!(batch.control_type(), Ok(Some(ControlRecordType::Abort))) {
+                            aborting.remove(&batch.producer_id);
+                        }
+                    } else if batch.is_transactional() && aborting.contains(&batch.producer_id) {
+                        position = batch.next_offset();
+                        continue;
+                    }
+                }
+                if !batch.is_control() {
+                    let iter = match batch.records() {
+                        Ok(it) => it,
+                        Err(error) => {
+                            corrupt = Some(error);
+                            break;
+                        }
+                    };
+                    for r in iter {
+                        match r {
+                            Ok(r) if r.offset >= position => records.push(r),
+                            Ok(_) => {}
+                            Err(error) => {
+                                corrupt = Some(error);
+                                break;
+                            }
+                        }
+                    }
+                    if corrupt.is_some() {
+                        break;
+                    }
+                }
+                position = batch.next_offset();
+            }
+            // Records already read stay read, even if a later batch was corrupt.
+            let read_any = !records.is_empty();
+            if let Some(last) = records.last() {
+                position = position.max(last.offset + 1);
+            }
+            part.position = Some(position);
+            if read_any {
+                part.end_reported = false;
+                // The records share the response's buffers, or decompressed ones: charge the
+                // larger of the raw set and the records' payloads. (Per-record bookkeeping is
+                // not charged: the broker's byte limits cannot bound it.)
+                let own: usize = records
+                    .iter()
+                    .map(|r| {
+                        r.key.as_ref().map_or(0, |k| k.len())
+                            + r.value.as_ref().map_or(0, |v| v.len())
+                    })
+                    .sum();
+                let bytes = raw_len.max(own);
+                self.buffered += bytes;
+                self.events.push_back(FetchEvent::Records {
+                    topic: tp.0.clone(),
+                    partition: tp.1,
+                    records,
+                    high_watermark: data.high_watermark,
+                    bytes,
+                });
+            }
+            if let Some(error) = corrupt {
+                part.stopped = true;
+                self.events.push_back(FetchEvent::Error {
+                    topic: tp.0.clone(),
+                    partition: tp.1,
+                    error: FetchError::Corrupt {
+                        offset: position,
+                        error,
+                    },
+                });
+                continue;
+            }
+            if position >= data.high_watermark && !part.end_reported {
+                part.end_reported = true;
+                self.events.push_back(FetchEvent::EndOfPartition {
+                    topic: tp.0.clone(),
+                    partition: tp.1,
+                    offset: position,
+                });
+            }
+        }
+    }
+}
