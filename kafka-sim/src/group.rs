@@ -59,14 +59,6 @@ impl Groups {
         *self.counts.entry(api).or_default() += 1;
     }
 
-    pub(crate) fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<(i64, i32)> {
-        self.groups
-            .get(group)?
-            .offsets
-            .get(&(topic.to_owned(), partition))
-            .copied()
-    }
-
     pub(crate) fn find_coordinator(&mut self, host: &str, port: i32) -> ResponseBody {
         ResponseBody::FindCoordinator(FindCoordinatorResponse {
             node_id: 1,

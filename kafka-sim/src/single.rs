@@ -131,12 +131,6 @@ impl SingleBroker {
         s.groups.counts.get(api).copied().unwrap_or(0)
     }
 
-    /// The committed offset and leader epoch of a group's partition, if any.
-    pub fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<(i64, i32)> {
-        let s = self.state.lock().expect("not poisoned");
-        s.groups.committed(group, topic, partition)
-    }
-
     /// The records of one partition, in offset order.
     pub fn records(&self, topic: &str, partition: usize) -> Vec<StoredRecord> {
         let s = self.state.lock().expect("not poisoned");

@@ -78,22 +78,9 @@ impl Fetcher {
     /// The application has consumed `partition` up to `next_offset` - 1 (or seeked there):
     /// what commits will carry.
     pub fn consumed(&mut self, topic: &str, partition: i32, next_offset: i64) {
-        let tp = (topic.to_owned(), partition);
-        // The epoch of the batch that held the last consumed record (-1 if unknown).
-        let epoch = self.parts.get_mut(&tp).map_or(-1, |p| {
-            let epoch = p
-                .epochs
-                .range(..next_offset)
-                .next_back()
-                .map_or(-1, |(_, e)| *e);
-            // Batches wholly before it are done with; the one holding it may still be read.
-            if let Some((&base, _)) = p.epochs.range(..next_offset).next_back() {
-                p.epochs = p.epochs.split_off(&base);
-            }
-            epoch
-        });
         if let Some(g) = &mut self.group {
-            g.offsets.consumed(&tp, next_offset, epoch);
+            g.offsets
+                .consumed(&(topic.to_owned(), partition), next_offset, -1);
         }
     }
 

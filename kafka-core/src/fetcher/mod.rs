@@ -155,8 +155,6 @@ struct Part {
     end_reported: bool,
     /// Assigned by the group: the position comes from the committed offset, once fetched.
     awaiting_committed: bool,
-    /// Leader epochs of batches handed out and not yet consumed, by base offset (group mode).
-    epochs: BTreeMap<i64, i32>,
     /// The position came from ListOffsets "latest": a batch it falls inside of was already
     /// whole in the log then, so the true end was past it.
     from_latest: bool,
@@ -247,7 +245,6 @@ impl Fetcher {
             stopped: false,
             end_reported: false,
             awaiting_committed: false,
-            epochs: BTreeMap::new(),
             from_latest: false,
         }
     }

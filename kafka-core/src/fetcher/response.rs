@@ -21,8 +21,6 @@ impl Fetcher {
         version: i16,
         now: Instant,
     ) {
-        // In a group, commits carry the leader epoch of the last record consumed (KIP-320).
-        let track_epochs = self.group.is_some();
         for tp in tps {
             let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
             let data = resp
@@ -155,10 +153,6 @@ impl Fetcher {
                     }
                     if corrupt.is_some() {
                         break;
-                    }
-                    if track_epochs {
-                        part.epochs
-                            .insert(batch.base_offset, batch.partition_leader_epoch);
                     }
                 }
                 position = batch.next_offset();
