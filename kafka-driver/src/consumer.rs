@@ -111,6 +111,8 @@ pub struct Consumer<R> {
     max_poll_records: usize,
     /// Next offsets of records returned since the driver last heard: what commits carry.
     progress: BTreeMap<(Arc<str>, i32), i64>,
+    /// The driver's answer to the last request for events, until it is taken.
+    asked: Option<oneshot::Receiver<FetchEvent>>,
     _runtime: PhantomData<fn() -> R>,
 }
 
@@ -139,6 +141,7 @@ impl<R: Runtime> Consumer<R> {
             local: VecDeque::new(),
             max_poll_records,
             progress: BTreeMap::new(),
+            asked: None,
             _runtime: PhantomData,
         }
     }
@@ -267,7 +270,7 @@ impl<R: Runtime> Consumer<R> {
         }
     }
 
-    /// The next record or end-of-partition marker.
+    /// The next record or event. Cancel-safe: dropping the future loses nothing.
     pub async fn next_event(&mut self) -> Result<ConsumerEvent, ConsumeError> {
         loop {
             if let Some(e) = self.local.pop_front() {
@@ -277,12 +280,19 @@ impl<R: Runtime> Consumer<R> {
                 }
                 return Ok(e);
             }
-            let (tx, rx) = oneshot::channel();
-            let progress = self.take_progress();
-            self.commands
-                .unbounded_send(Command::Next(progress, tx))
-                .map_err(|_| ConsumeError::Closed)?;
-            match rx.await.map_err(|_| ConsumeError::Closed)? {
+            // The reply is kept on the handle, not in this future: a caller that drops the
+            // future (a `select`) loses nothing, and the next call takes up the same reply.
+            if self.asked.is_none() {
+                let (tx, rx) = oneshot::channel();
+                let progress = self.take_progress();
+                self.commands
+                    .unbounded_send(Command::Next(progress, tx))
+                    .map_err(|_| ConsumeError::Closed)?;
+                self.asked = Some(rx);
+            }
+            let reply = self.asked.as_mut().expect("set above").await;
+            self.asked = None;
+            match reply.map_err(|_| ConsumeError::Closed)? {
                 FetchEvent::Records {
                     topic,
                     partition,
