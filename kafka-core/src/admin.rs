@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::backoff::Backoff;
 use crate::config::{AdminConfig, HostPort};
+use crate::metadata::broker_addresses;
 use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, SendError};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -445,16 +446,7 @@ impl Admin {
     }
 
     fn learn(&mut self, resp: &MetadataResponse, now: Instant) {
-        let nodes: Vec<(NodeId, HostPort)> = resp
-            .brokers
-            .iter()
-            .filter_map(|b| {
-                Some((
-                    b.node_id,
-                    HostPort::new(b.host.clone(), u16::try_from(b.port).ok()?),
-                ))
-            })
-            .collect();
+        let nodes: Vec<(NodeId, HostPort)> = broker_addresses(resp).collect();
         if !nodes.is_empty() {
             self.net.update_nodes(nodes, now);
         }

@@ -196,16 +196,7 @@ impl Metadata {
         self.refreshed_at = Some(now);
         let mut update = MetadataUpdate::default();
         if !resp.brokers.is_empty() {
-            self.brokers = resp
-                .brokers
-                .iter()
-                .filter_map(|b| {
-                    Some((
-                        b.node_id,
-                        HostPort::new(b.host.clone(), u16::try_from(b.port).ok()?),
-                    ))
-                })
-                .collect();
+            self.brokers = broker_addresses(resp).collect();
         }
         self.cluster_id.clone_from(&resp.cluster_id);
         for t in &resp.topics {
@@ -339,6 +330,17 @@ impl Metadata {
     pub fn cluster_id(&self) -> Option<&str> {
         self.cluster_id.as_deref()
     }
+}
+
+/// The brokers a Metadata response lists, with their addresses (a port outside u16 skips the
+/// broker).
+pub(crate) fn broker_addresses(
+    resp: &MetadataResponse,
+) -> impl Iterator<Item = (NodeId, HostPort)> + '_ {
+    resp.brokers.iter().filter_map(|b| {
+        let port = u16::try_from(b.port).ok()?;
+        Some((b.node_id, HostPort::new(b.host.clone(), port)))
+    })
 }
 
 #[cfg(test)]
