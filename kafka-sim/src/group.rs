@@ -271,17 +271,19 @@ impl Groups {
         };
         let g = self.groups.entry(group_id.clone()).or_default();
         let lookup = |t: &str, p: i32| g.offsets.get(&(t.to_owned(), p)).copied();
-        if req.groups.is_empty() {
-            ResponseBody::OffsetFetch(OffsetFetchResponse {
-                topics: asked
+        // The flat (v1-7) and per-group (v8+) shapes have the same fields under different
+        // types.
+        macro_rules! answer {
+            ($topic:ident, $partition:ident) => {
+                asked
                     .iter()
-                    .map(|(t, ps)| OffsetFetchResponseTopic {
+                    .map(|(t, ps)| $topic {
                         name: t.clone(),
                         partitions: ps
                             .iter()
                             .map(|p| {
                                 let (offset, epoch) = lookup(t, *p).unwrap_or((-1, -1));
-                                OffsetFetchResponsePartition {
+                                $partition {
                                     partition_index: *p,
                                     committed_offset: offset,
                                     committed_leader_epoch: epoch,
@@ -291,36 +293,24 @@ impl Groups {
                             .collect(),
                         ..Default::default()
                     })
-                    .collect(),
+                    .collect()
+            };
+        }
+        let resp = if req.groups.is_empty() {
+            OffsetFetchResponse {
+                topics: answer!(OffsetFetchResponseTopic, OffsetFetchResponsePartition),
                 ..Default::default()
-            })
+            }
         } else {
-            ResponseBody::OffsetFetch(OffsetFetchResponse {
+            OffsetFetchResponse {
                 groups: vec![OffsetFetchResponseGroup {
                     group_id,
-                    topics: asked
-                        .iter()
-                        .map(|(t, ps)| OffsetFetchResponseTopics {
-                            name: t.clone(),
-                            partitions: ps
-                                .iter()
-                                .map(|p| {
-                                    let (offset, epoch) = lookup(t, *p).unwrap_or((-1, -1));
-                                    OffsetFetchResponsePartitions {
-                                        partition_index: *p,
-                                        committed_offset: offset,
-                                        committed_leader_epoch: epoch,
-                                        ..Default::default()
-                                    }
-                                })
-                                .collect(),
-                            ..Default::default()
-                        })
-                        .collect(),
+                    topics: answer!(OffsetFetchResponseTopics, OffsetFetchResponsePartitions),
                     ..Default::default()
                 }],
                 ..Default::default()
-            })
-        }
+            }
+        };
+        ResponseBody::OffsetFetch(resp)
     }
 }

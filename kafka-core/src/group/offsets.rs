@@ -164,12 +164,9 @@ impl Offsets {
     fn enqueue(&mut self, auto: bool) -> CommitId {
         let id = CommitId(self.next_commit);
         self.next_commit += 1;
-        let offsets = self
-            .consumed
-            .iter()
-            .filter(|(tp, c)| self.committed.get(*tp) != Some(*c))
-            .map(|(tp, c)| (tp.clone(), *c))
-            .collect();
+        // What is already committed when the commit goes out is dropped then, in
+        // `poll_request`: an earlier commit still in flight may cover it.
+        let offsets = self.consumed.clone();
         self.commits.push_back(Commit { id, offsets, auto });
         id
     }
@@ -341,36 +338,26 @@ impl Offsets {
                 let Some(asked) = self.fetching.take() else {
                     return;
                 };
-                // v8+ nests the answer in a group; older versions are flat.
+                // v8+ nests the answer in a group; older versions are flat. The two shapes
+                // have the same fields under different types.
+                macro_rules! answers {
+                    ($topics:expr) => {
+                        $topics
+                            .iter()
+                            .flat_map(|t| {
+                                t.partitions.iter().map(|p| Answer {
+                                    tp: (t.name.clone(), p.partition_index),
+                                    offset: p.committed_offset,
+                                    epoch: p.committed_leader_epoch,
+                                    error: p.error_code,
+                                })
+                            })
+                            .collect()
+                    };
+                }
                 let (group_error, parts): (i16, Vec<Answer>) = match r.groups.first() {
-                    Some(g) => (
-                        g.error_code,
-                        g.topics
-                            .iter()
-                            .flat_map(|t| {
-                                t.partitions.iter().map(|p| Answer {
-                                    tp: (t.name.clone(), p.partition_index),
-                                    offset: p.committed_offset,
-                                    epoch: p.committed_leader_epoch,
-                                    error: p.error_code,
-                                })
-                            })
-                            .collect(),
-                    ),
-                    None => (
-                        r.error_code,
-                        r.topics
-                            .iter()
-                            .flat_map(|t| {
-                                t.partitions.iter().map(|p| Answer {
-                                    tp: (t.name.clone(), p.partition_index),
-                                    offset: p.committed_offset,
-                                    epoch: p.committed_leader_epoch,
-                                    error: p.error_code,
-                                })
-                            })
-                            .collect(),
-                    ),
+                    Some(g) => (g.error_code, answers!(g.topics)),
+                    None => (r.error_code, answers!(r.topics)),
                 };
                 if group_error != 0 {
                     // COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, UNSTABLE_OFFSET_COMMIT...:
