@@ -144,15 +144,18 @@ impl Fetcher {
             .min()
     }
 
-    /// One step of the group: requests out, events in. Events can make new requests due (a
-    /// rejoin after a revocation, SyncGroup after the leader's assignment), so a few rounds.
+    /// One step of the group: requests out, events in. Handling an event can make a request
+    /// due (a rejoin after a revocation's commit, LeaveGroup after the last commit), so another
+    /// round follows while events came, a few at most.
     pub(super) fn drive_group(&mut self, now: Instant) {
         let Some(g) = &mut self.group else { return };
         g.membership.handle_timeout(now);
         for _ in 0..3 {
             self.leader_assignment(now);
             self.group_requests(now);
-            self.group_events(now);
+            if !self.group_events(now) {
+                break;
+            }
         }
     }
 
@@ -226,14 +229,17 @@ impl Fetcher {
         }
     }
 
-    fn group_events(&mut self, now: Instant) {
+    /// Handles the sub-machines' events; returns whether there were any.
+    fn group_events(&mut self, now: Instant) -> bool {
+        let mut any = false;
         loop {
-            let Some(g) = &mut self.group else { return };
+            let Some(g) = &mut self.group else { return any };
             let event = match g.membership.poll_event() {
                 Some(e) => Some(Ok(e)),
                 None => g.offsets.poll_event().map(Err),
             };
-            let Some(event) = event else { return };
+            let Some(event) = event else { return any };
+            any = true;
             match event {
                 Ok(GroupEvent::Assigned(tps)) => {
                     g.offsets.assigned(&tps, now);
