@@ -427,10 +427,11 @@ fn an_answer_to_a_request_that_expects_none_is_skipped() {
     assert_eq!(tags, [2]);
 }
 
-/// librdkafka's mock broker answers an ApiVersions version it lacks with a reply that parses
-/// neither at that version nor at v0; its error code still says UNSUPPORTED_VERSION.
+/// librdkafka's mock broker answers an ApiVersions version it lacks with a hybrid reply: the
+/// error says UNSUPPORTED_VERSION, and the rest, read at the version sent, gives an empty API
+/// list and a 20-minute throttle. The client asks again at v0 and ignores the throttle.
 #[test]
-fn an_unparseable_unsupported_version_handshake_retries_at_v0() {
+fn a_hybrid_unsupported_version_handshake_retries_at_v0_unthrottled() {
     let mut net: Network<u32> = Network::new(cfg(1), vec![hp("mock:1")]);
     let now = Instant::ZERO;
     assert!(net.least_loaded(now).is_none());
@@ -467,4 +468,25 @@ fn an_unparseable_unsupported_version_handshake_retries_at_v0() {
         Some(conn),
         "ready at once: the failed reply's bytes are not read as a throttle"
     );
+}
+
+/// An UNSUPPORTED_VERSION handshake reply that parses at no version (here cut short after the
+/// error code) is still an answer: ask again at v0 rather than drop the connection.
+#[test]
+fn an_unparseable_unsupported_version_handshake_retries_at_v0() {
+    let mut net: Network<u32> = Network::new(cfg(1), vec![hp("mock:1")]);
+    let now = Instant::ZERO;
+    assert!(net.least_loaded(now).is_none());
+    let Some(Transmit::Connect { conn, .. }) = net.poll_transmit() else {
+        panic!("connects first")
+    };
+    net.handle_connected(conn, now);
+    assert!(matches!(net.poll_transmit(), Some(Transmit::Send { .. })));
+    // Correlation id 0, UNSUPPORTED_VERSION, then one byte: too short at v4 and at v0.
+    net.handle_received(conn, &[0, 0, 0, 7, 0, 0, 0, 0, 0, 0x23, 5], now);
+    let Some(Transmit::Send { bytes, .. }) = net.poll_transmit() else {
+        panic!("asks again, on the same connection")
+    };
+    assert_eq!(&bytes[4..8], [0, 18, 0, 0], "ApiVersions v0");
+    assert!(net.poll_transmit().is_none(), "no close");
 }

@@ -573,8 +573,7 @@ impl<T> Network<T> {
             let body = match decode_response_body(req.api, req.version, &frame) {
                 Ok((_, body)) => body,
                 // UNSUPPORTED_VERSION in a reply that parses neither at the version sent nor at
-                // v0 (librdkafka's mock broker writes such a hybrid): ask again at v0, which
-                // every broker speaks.
+                // v0 (cut short, say): ask again at v0, which every broker speaks.
                 Err(_)
                     if matches!(req.tag, Tag::Handshake)
                         && req.version > 0
