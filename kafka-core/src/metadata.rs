@@ -326,6 +326,16 @@ impl Metadata {
             .leader
     }
 
+    /// A partition's leader epoch, if known (brokers before KIP-320 send -1).
+    pub fn leader_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
+        let p = self
+            .topics
+            .get(topic)?
+            .partitions
+            .get(usize::try_from(partition).ok()?)?;
+        (p.leader_epoch >= 0).then_some(p.leader_epoch)
+    }
+
     /// The cluster id, if the broker sent one.
     pub fn cluster_id(&self) -> Option<&str> {
         self.cluster_id.as_deref()

@@ -681,3 +681,225 @@ fn read_committed_skips_aborted_transactions_and_markers() {
         assert_eq!(h.f.position("t", 0), Some(6), "{level}: past the markers");
     }
 }
+
+/// A broker whose partition "t"-0 changes leader (epoch 1 → 2) after the first fetch, the new
+/// leader's log ending epoch 1 at `epoch1_end` (KIP-320). Records the OffsetForLeaderEpoch and
+/// Fetch requests it got.
+fn leader_change(
+    epoch1_end: i64,
+    seen: Arc<std::sync::Mutex<Vec<RequestBody>>>,
+) -> Box<dyn FnMut() -> ScriptedBroker> {
+    use kafka_sim::proto::messages::offset_for_leader_epoch_response::{
+        EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
+    };
+    let fetches = Arc::new(AtomicUsize::new(0));
+    Box::new(move || {
+        let (fetches, seen) = (fetches.clone(), seen.clone());
+        ScriptedBroker::new(move |_, body| {
+            let moved = fetches.load(Ordering::SeqCst) >= 1;
+            let epoch = if moved { 2 } else { 1 };
+            let partition = |error_code: i16, records: Option<Bytes>, hw: i64| {
+                ResponseBody::Fetch(FetchResponse {
+                    responses: vec![FetchableTopicResponse {
+                        topic: "t".into(),
+                        partitions: vec![PartitionData {
+                            partition_index: 0,
+                            error_code,
+                            high_watermark: hw,
+                            records,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })
+            };
+            match body {
+                RequestBody::Metadata(_) => {
+                    Reply::Respond(ResponseBody::Metadata(MetadataResponse {
+                        brokers: vec![MetadataResponseBroker {
+                            node_id: 1,
+                            host: "broker".into(),
+                            port: 9092,
+                            ..Default::default()
+                        }],
+                        topics: vec![MetadataResponseTopic {
+                            name: Some("t".into()),
+                            partitions: vec![MetadataResponsePartition {
+                                partition_index: 0,
+                                leader_id: 1,
+                                leader_epoch: epoch,
+                                ..Default::default()
+                            }],
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }))
+                }
+                RequestBody::OffsetForLeaderEpoch(req) => {
+                    seen.lock()
+                        .unwrap()
+                        .push(RequestBody::OffsetForLeaderEpoch(req.clone()));
+                    Reply::Respond(ResponseBody::OffsetForLeaderEpoch(
+                        OffsetForLeaderEpochResponse {
+                            topics: vec![OffsetForLeaderTopicResult {
+                                topic: "t".into(),
+                                partitions: vec![EpochEndOffset {
+                                    partition: 0,
+                                    leader_epoch: 1,
+                                    end_offset: epoch1_end,
+                                    ..Default::default()
+                                }],
+                                ..Default::default()
+                            }],
+                            ..Default::default()
+                        },
+                    ))
+                }
+                RequestBody::Fetch(req) => {
+                    let p = &req.topics[0].partitions[0];
+                    let (offset, current) = (p.fetch_offset, p.current_leader_epoch);
+                    seen.lock().unwrap().push(RequestBody::Fetch(req.clone()));
+                    if current < epoch {
+                        // A fetch from a stale view of the leadership is fenced.
+                        return Reply::Respond(partition(74, None, -1));
+                    }
+                    fetches.fetch_add(1, Ordering::SeqCst);
+                    let hw = if moved { epoch1_end + 2 } else { 8 };
+                    let records = if offset >= hw {
+                        Bytes::new()
+                    } else if !moved {
+                        let mut b = BatchBuilder::new(Compression::None, 256);
+                        for i in 0..8 {
+                            b.append(1, None, Some(format!("old{i}").as_bytes()), &[]);
+                        }
+                        b.seal(&BatchMeta {
+                            partition_leader_epoch: 1,
+                            ..BatchMeta::default()
+                        })
+                        .unwrap()
+                    } else {
+                        let mut b = BatchBuilder::new(Compression::None, 256);
+                        for i in offset..hw {
+                            b.append(1, None, Some(format!("new{i}").as_bytes()), &[]);
+                        }
+                        b.seal(&BatchMeta {
+                            base_offset: offset,
+                            partition_leader_epoch: 2,
+                            ..BatchMeta::default()
+                        })
+                        .unwrap()
+                    };
+                    let empty = records.is_empty();
+                    let resp = partition(0, Some(records), hw);
+                    if empty {
+                        Reply::After(Duration::from_millis(500), Box::new(Reply::Respond(resp)))
+                    } else {
+                        Reply::Respond(resp)
+                    }
+                }
+                RequestBody::ListOffsets(_) => {
+                    Reply::Respond(ResponseBody::ListOffsets(ListOffsetsResponse {
+                        topics: vec![ListOffsetsTopicResponse {
+                            name: "t".into(),
+                            partitions: vec![ListOffsetsPartitionResponse {
+                                partition_index: 0,
+                                offset: 0,
+                                ..Default::default()
+                            }],
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }))
+                }
+                other => panic!("{other:?}"),
+            }
+        })
+    })
+}
+
+/// KIP-320: after a leader change, the position is checked with OffsetForLeaderEpoch. A log
+/// truncated below it (an unclean election) moves the position back to where the logs diverge;
+/// with `auto.offset.reset=none` the partition stops with a typed error; a clean change goes on.
+#[test]
+fn a_leader_change_checks_the_position_and_detects_truncation() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut h = Harness::new(
+        &[("auto.offset.reset", "earliest")],
+        leader_change(5, seen.clone()),
+    );
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+    h.advance_to(Instant::from_millis(3000));
+    let values: Vec<String> = h.values().into_iter().map(|v| v.1).collect();
+    let mut want: Vec<String> = (0..8).map(|i| format!("old{i}")).collect();
+    want.extend(["new5".to_string(), "new6".to_string()]);
+    assert_eq!(values, want, "read on from the divergence point, offset 5");
+    let epochs: Vec<i32> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            FetchEvent::Records { leader_epoch, .. } => Some(*leader_epoch),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(epochs, [1, 2], "each run of records carries its epoch");
+    let seen = seen.lock().unwrap();
+    let checks: Vec<(i32, i32)> = seen
+        .iter()
+        .filter_map(|r| match r {
+            RequestBody::OffsetForLeaderEpoch(req) => {
+                let p = &req.topics[0].partitions[0];
+                Some((p.current_leader_epoch, p.leader_epoch))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        checks,
+        [(2, 1)],
+        "one check, under the new leader's epoch, for the epoch of the last record read"
+    );
+    assert!(
+        seen.iter().any(|r| matches!(r, RequestBody::Fetch(f)
+            if f.topics[0].partitions[0].current_leader_epoch == 1)),
+        "fetches carry the leader epoch"
+    );
+    drop(seen);
+
+    let mut h = Harness::new(
+        &[("auto.offset.reset", "none")],
+        leader_change(5, Arc::default()),
+    );
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+    h.advance_to(Instant::from_millis(3000));
+    assert_eq!(h.values().len(), 8);
+    assert!(
+        h.events.iter().any(|e| matches!(
+            e,
+            FetchEvent::Error {
+                error: FetchError::LogTruncation {
+                    offset: 8,
+                    divergent: Some(5)
+                },
+                ..
+            }
+        )),
+        "{:?}",
+        h.events
+    );
+
+    // A clean leader change: the new leader has everything read so far.
+    let mut h = Harness::new(
+        &[("auto.offset.reset", "none")],
+        leader_change(8, Arc::default()),
+    );
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+    h.advance_to(Instant::from_millis(3000));
+    let offsets: Vec<i64> = h.values().into_iter().map(|v| v.0).collect();
+    assert_eq!(
+        offsets,
+        (0..10).collect::<Vec<_>>(),
+        "nothing skipped or read twice"
+    );
+    assert_eq!(h.f.position("t", 0), Some(10));
+}

@@ -11,6 +11,7 @@ use kafka_core::fetcher::{FetchEvent, Fetcher};
 use kafka_core::net::{ConnId, Transmit};
 use kafka_core::producer::{self, Outcome, ProducerEvent, ProducerRecord};
 use kafka_core::{Instant, Producer, ProducerConfig};
+use kafka_sim::proto::api::RequestBody;
 use kafka_sim::{ScriptedBroker, SimTime, SingleBroker};
 
 struct Harness {
@@ -229,8 +230,17 @@ fn a_new_member_resumes_from_the_committed_offsets() {
     h.f.subscribe(vec!["t".into()], h.now);
     h.advance_to(Instant::from_millis(3000));
     assert_eq!(h.values().len(), 50, "from earliest: nothing committed yet");
-    // The application took the first 30.
-    h.f.consumed("t", 0, 30);
+    // The application took the first 30, written in leader epoch 0.
+    let epochs: Vec<i32> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            FetchEvent::Records { leader_epoch, .. } => Some(*leader_epoch),
+            _ => None,
+        })
+        .collect();
+    assert!(epochs.iter().all(|e| *e == 0), "{epochs:?}");
+    h.f.consumed("t", 0, 30, 0);
     let now = h.now;
     h.f.leave(now); // commits first (enable.auto.commit), then leaves
     h.advance_to(now + Duration::from_secs(1));
@@ -247,4 +257,13 @@ fn a_new_member_resumes_from_the_committed_offsets() {
         "from the committed offset"
     );
     assert_eq!(got.len(), 20);
+    // KIP-320: the committed epoch was checked against the leader's log before reading on.
+    assert_eq!(cluster.committed("resume", "t", 0), Some((30, 0)));
+    let checks = h2
+        .brokers
+        .values()
+        .flat_map(|b| b.requests())
+        .filter(|(_, r)| matches!(r, RequestBody::OffsetForLeaderEpoch(_)))
+        .count();
+    assert_eq!(checks, 1);
 }

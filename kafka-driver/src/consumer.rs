@@ -35,7 +35,13 @@ pub struct ConsumerRecord {
     pub value: Option<Bytes>,
     /// Its headers.
     pub headers: Headers,
+    /// The leader epoch it was written in, if the broker says (KIP-320).
+    pub leader_epoch: Option<i32>,
 }
+
+/// What the application has consumed since the driver last heard: (topic, partition, next
+/// offset, leader epoch of the record before it).
+type Progress = Vec<(String, i32, i64, i32)>;
 
 /// What [`Consumer::next_event`] returns.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,14 +98,11 @@ pub(crate) enum Command {
     Resume(String, i32),
     Position(String, i32, oneshot::Sender<Option<i64>>),
     Committed(String, i32, oneshot::Sender<Option<i64>>),
-    Next(Vec<(String, i32, i64)>, oneshot::Sender<FetchEvent>),
+    Next(Progress, oneshot::Sender<FetchEvent>),
     Subscribe(Vec<String>),
-    Commit(
-        Vec<(String, i32, i64)>,
-        oneshot::Sender<Result<(), CommitError>>,
-    ),
-    AckRevocation(Vec<(String, i32, i64)>),
-    Close(Vec<(String, i32, i64)>, oneshot::Sender<()>),
+    Commit(Progress, oneshot::Sender<Result<(), CommitError>>),
+    AckRevocation(Progress),
+    Close(Progress, oneshot::Sender<()>),
 }
 
 /// A Kafka consumer: in assign mode it reads chosen partitions from chosen positions; with
@@ -110,7 +113,7 @@ pub struct Consumer<R> {
     local: VecDeque<ConsumerEvent>,
     max_poll_records: usize,
     /// Next offsets of records returned since the driver last heard: what commits carry.
-    progress: BTreeMap<(Arc<str>, i32), i64>,
+    progress: BTreeMap<(Arc<str>, i32), (i64, i32)>,
     /// The driver's answer to the last request for events, until it is taken.
     asked: Option<oneshot::Receiver<FetchEvent>>,
     _runtime: PhantomData<fn() -> R>,
@@ -174,10 +177,10 @@ impl<R: Runtime> Consumer<R> {
         self.send(Command::Subscribe(topics));
     }
 
-    fn take_progress(&mut self) -> Vec<(String, i32, i64)> {
+    fn take_progress(&mut self) -> Progress {
         std::mem::take(&mut self.progress)
             .into_iter()
-            .map(|((t, p), o)| (t.to_string(), p, o))
+            .map(|((t, p), (o, e))| (t.to_string(), p, o, e))
             .collect()
     }
 
@@ -247,8 +250,10 @@ impl<R: Runtime> Consumer<R> {
             match self.local.front() {
                 Some(ConsumerEvent::Record(_)) => {
                     if let Some(ConsumerEvent::Record(r)) = self.local.pop_front() {
-                        self.progress
-                            .insert((r.topic.clone(), r.partition), r.offset + 1);
+                        self.progress.insert(
+                            (r.topic.clone(), r.partition),
+                            (r.offset + 1, r.leader_epoch.unwrap_or(-1)),
+                        );
                         out.push(r);
                     }
                 }
@@ -275,8 +280,10 @@ impl<R: Runtime> Consumer<R> {
         loop {
             if let Some(e) = self.local.pop_front() {
                 if let ConsumerEvent::Record(r) = &e {
-                    self.progress
-                        .insert((r.topic.clone(), r.partition), r.offset + 1);
+                    self.progress.insert(
+                        (r.topic.clone(), r.partition),
+                        (r.offset + 1, r.leader_epoch.unwrap_or(-1)),
+                    );
                 }
                 return Ok(e);
             }
@@ -297,9 +304,11 @@ impl<R: Runtime> Consumer<R> {
                     topic,
                     partition,
                     records,
+                    leader_epoch,
                     ..
                 } => {
                     let topic: Arc<str> = topic.into();
+                    let leader_epoch = (leader_epoch >= 0).then_some(leader_epoch);
                     self.local.extend(records.into_iter().map(|r| {
                         ConsumerEvent::Record(ConsumerRecord {
                             topic: topic.clone(),
@@ -309,6 +318,7 @@ impl<R: Runtime> Consumer<R> {
                             key: r.key,
                             value: r.value,
                             headers: r.headers,
+                            leader_epoch,
                         })
                     }));
                 }
@@ -398,9 +408,9 @@ struct ConsumerSession {
 }
 
 impl ConsumerSession {
-    fn consumed(&mut self, progress: Vec<(String, i32, i64)>) {
-        for (t, p, o) in progress {
-            self.core.consumed(&t, p, o);
+    fn consumed(&mut self, progress: Progress) {
+        for (t, p, o, e) in progress {
+            self.core.consumed(&t, p, o, e);
         }
     }
 }

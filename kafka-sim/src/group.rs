@@ -55,6 +55,12 @@ pub(crate) struct Groups {
 }
 
 impl Groups {
+    /// A group's committed offset and leader epoch for a partition.
+    pub(crate) fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<(i64, i32)> {
+        let g = self.groups.get(group)?;
+        g.offsets.get(&(topic.to_owned(), partition)).copied()
+    }
+
     fn count(&mut self, api: &'static str) {
         *self.counts.entry(api).or_default() += 1;
     }

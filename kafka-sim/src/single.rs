@@ -1,7 +1,8 @@
 //! A one-node cluster with an in-memory log: enough to produce to and fetch from in examples,
 //! doctests and users' own simulations. Topics are created on first use, idempotent producers
-//! are deduplicated by sequence, an empty Fetch long-polls for its `max_wait_ms`, and a small
-//! group coordinator keeps consumer groups and their offsets, all as a real broker does.
+//! are deduplicated by sequence, an empty Fetch long-polls for its `max_wait_ms`, leader epoch 0
+//! is stamped on what is written (and answered by OffsetForLeaderEpoch), and a small group
+//! coordinator keeps consumer groups and their offsets, all as a real broker does.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,10 @@ use kafka_proto::messages::list_offsets_response::{
 };
 use kafka_proto::messages::metadata_response::{
     MetadataResponse, MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_proto::messages::offset_for_leader_epoch_request::OffsetForLeaderEpochRequest;
+use kafka_proto::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderEpochResponse, OffsetForLeaderTopicResult,
 };
 use kafka_proto::messages::produce_request::ProduceRequest;
 use kafka_proto::messages::produce_response::{
@@ -106,6 +111,9 @@ impl SingleBroker {
                 RequestBody::ListOffsets(req) => {
                     Reply::Respond(ResponseBody::ListOffsets(s.list_offsets(req)))
                 }
+                RequestBody::OffsetForLeaderEpoch(req) => {
+                    Reply::Respond(ResponseBody::OffsetForLeaderEpoch(s.epoch_ends(req)))
+                }
                 RequestBody::Fetch(req) => {
                     let (resp, empty) = s.fetch(req);
                     let body = Reply::Respond(ResponseBody::Fetch(resp));
@@ -129,6 +137,12 @@ impl SingleBroker {
     pub fn group_requests(&self, api: &str) -> usize {
         let s = self.state.lock().expect("not poisoned");
         s.groups.counts.get(api).copied().unwrap_or(0)
+    }
+
+    /// A group's committed (offset, leader epoch) for a partition, if any.
+    pub fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<(i64, i32)> {
+        let s = self.state.lock().expect("not poisoned");
+        s.groups.committed(group, topic, partition)
     }
 
     /// The records of one partition, in offset order.
@@ -189,6 +203,7 @@ impl State {
                         .map(|p| MetadataResponsePartition {
                             partition_index: p,
                             leader_id: 1,
+                            leader_epoch: 0,
                             replica_nodes: vec![1],
                             isr_nodes: vec![1],
                             ..Default::default()
@@ -279,6 +294,43 @@ impl State {
             log.end += i64::from(batch.last_offset_delta) + 1;
         }
         resp
+    }
+
+    /// OffsetForLeaderEpoch: this broker has always led, in epoch 0, so epoch 0 ends at the
+    /// log end and later epochs are unknown.
+    fn epoch_ends(&mut self, req: &OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
+        let topics = req
+            .topics
+            .iter()
+            .map(|t| OffsetForLeaderTopicResult {
+                topic: t.topic.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let mut r = EpochEndOffset {
+                            partition: p.partition,
+                            ..Default::default()
+                        };
+                        match self.topic(&t.topic).1.get(p.partition.max(0) as usize) {
+                            None => r.error_code = 3, // UNKNOWN_TOPIC_OR_PARTITION
+                            Some(_) if p.current_leader_epoch > 0 => r.error_code = 79, // UNKNOWN_LEADER_EPOCH
+                            Some(log) if p.leader_epoch <= 0 => {
+                                r.leader_epoch = 0;
+                                r.end_offset = log.end;
+                            }
+                            Some(_) => {} // an epoch after ours: undefined (-1, -1)
+                        }
+                        r
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+        OffsetForLeaderEpochResponse {
+            topics,
+            ..Default::default()
+        }
     }
 
     fn list_offsets(&mut self, req: &ListOffsetsRequest) -> ListOffsetsResponse {

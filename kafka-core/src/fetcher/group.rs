@@ -75,12 +75,13 @@ impl Fetcher {
         self.drive(now);
     }
 
-    /// The application has consumed `partition` up to `next_offset` - 1 (or seeked there):
+    /// The application has consumed `partition` up to `next_offset` - 1, a record written in
+    /// `leader_epoch` (the `leader_epoch` of its [`FetchEvent::Records`]; -1 after a seek):
     /// what commits will carry.
-    pub fn consumed(&mut self, topic: &str, partition: i32, next_offset: i64) {
+    pub fn consumed(&mut self, topic: &str, partition: i32, next_offset: i64, leader_epoch: i32) {
         if let Some(g) = &mut self.group {
             g.offsets
-                .consumed(&(topic.to_owned(), partition), next_offset, -1);
+                .consumed(&(topic.to_owned(), partition), next_offset, leader_epoch);
         }
     }
 
@@ -278,7 +279,13 @@ impl Fetcher {
                         };
                         p.awaiting_committed = false;
                         match committed {
-                            Some(c) => p.position = Some(c.offset),
+                            Some(c) => {
+                                p.position = Some(c.offset);
+                                // KIP-320: a committed epoch is checked against the leader's
+                                // log before reading on from it.
+                                p.epoch = c.leader_epoch;
+                                p.validate = c.leader_epoch >= 0;
+                            }
                             None => {
                                 p.start = match self.cfg.auto_offset_reset {
                                     OffsetReset::Earliest => StartFrom::Earliest,

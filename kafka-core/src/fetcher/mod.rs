@@ -17,7 +17,12 @@
 //! - `isolation.level=read_committed` skips the batches of aborted transactions (from the
 //!   response's aborted-transaction list up to each ABORT marker) and every control batch.
 //!
-//! Not yet: fetch sessions (KIP-227).
+//! - KIP-320: every position remembers the leader epoch of the record before it. When a
+//!   partition's leader epoch moves on (or a committed offset with an epoch is taken up), the
+//!   position is checked with OffsetForLeaderEpoch before fetching on: a log truncated below it
+//!   moves it back to where the logs diverge (or stops the partition with
+//!   `auto.offset.reset=none`). Fetches carry the current leader epoch, so a stale leader
+//!   answers FENCED_LEADER_EPOCH and metadata is refreshed.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -41,6 +46,7 @@ use crate::time::Instant;
 
 mod group;
 mod response;
+mod validate;
 
 /// Where to start reading a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +66,16 @@ pub enum FetchError {
     /// The position is outside the log and `auto.offset.reset=none`.
     #[error("offset {0} is out of range and auto.offset.reset is none; seek to a valid offset")]
     OffsetOutOfRange(i64),
+    /// The log was truncated below the position (KIP-320: an unclean leader change) and
+    /// `auto.offset.reset=none`. `divergent` is the first offset known to differ, when the
+    /// broker knows it; seek there (or elsewhere) to go on.
+    #[error("the log was truncated below offset {offset} (first divergent offset: {divergent:?}) and auto.offset.reset is none; seek to go on")]
+    LogTruncation {
+        /// The position the truncation was found at.
+        offset: i64,
+        /// The end offset of the position's leader epoch on the new leader.
+        divergent: Option<i64>,
+    },
     /// The broker returned an error that retrying will not fix.
     #[error("the broker refused the fetch: {0}")]
     Broker(ErrorCode),
@@ -85,6 +101,9 @@ pub enum FetchEvent {
         partition: i32,
         /// The records (zero-copy slices of the fetched data).
         records: Vec<Record>,
+        /// The leader epoch the records were written in (-1 if unknown): commits carry it so
+        /// that a later reader can detect truncation (KIP-320).
+        leader_epoch: i32,
         /// The partition's high watermark at the time of the fetch.
         high_watermark: i64,
         /// What these records count against `queued.max.messages.kbytes`: the driver gives
@@ -139,6 +158,8 @@ enum Tag {
     Group,
     /// OffsetFetch (false) or OffsetCommit (true).
     Offsets(bool),
+    /// OffsetForLeaderEpoch: checking positions after a leader change (KIP-320).
+    Validate(Vec<TopicPartition>),
 }
 
 #[derive(Debug, Clone)]
@@ -158,6 +179,12 @@ struct Part {
     /// The position came from ListOffsets "latest": a batch it falls inside of was already
     /// whole in the log then, so the true end was past it.
     from_latest: bool,
+    /// The leader epoch of the record before the position (-1 if unknown).
+    epoch: i32,
+    /// The partition's leader epoch the position was last checked against (-1 if unknown).
+    leader_epoch: i32,
+    /// The position must be checked with OffsetForLeaderEpoch before fetching from it.
+    validate: bool,
 }
 
 /// The assign-mode fetcher state machine.
@@ -246,6 +273,9 @@ impl Fetcher {
             end_reported: false,
             awaiting_committed: false,
             from_latest: false,
+            epoch: -1,
+            leader_epoch: -1,
+            validate: false,
         }
     }
 
@@ -348,6 +378,8 @@ impl Fetcher {
             }
         }
         self.drive_group(now);
+        self.check_leader_epochs();
+        self.validate(now);
         self.list_offsets(now);
         self.fetch(now);
     }
@@ -416,7 +448,7 @@ impl Fetcher {
     }
 
     fn fetch(&mut self, now: Instant) {
-        for (node, mut tps) in self.by_leader(|p| p.position.is_some()) {
+        for (node, mut tps) in self.by_leader(|p| p.position.is_some() && !p.validate) {
             // Each fetch starts at a different partition, so that a spent budget (or
             // fetch.max.bytes) does not always favour the same ones.
             if !tps.is_empty() {
@@ -450,6 +482,7 @@ impl Fetcher {
                     .partitions
                     .push(FetchPartition {
                         partition: tp.1,
+                        current_leader_epoch: self.parts[tp].leader_epoch,
                         fetch_offset: self.parts[tp].position.expect("filtered"),
                         partition_max_bytes: self.cfg.max_partition_fetch_bytes,
                         ..Default::default()
@@ -516,6 +549,11 @@ impl Fetcher {
                 self.on_fetch(tps, resp, version, now);
             }
             NetEvent::Response {
+                tag: Tag::Validate(tps),
+                body: ResponseBody::OffsetForLeaderEpoch(resp),
+                ..
+            } => self.on_validate(tps, resp, now),
+            NetEvent::Response {
                 tag: tag @ (Tag::Group | Tag::Offsets(_)),
                 body,
                 ..
@@ -532,7 +570,7 @@ impl Fetcher {
                         self.unreserve(node);
                         tps
                     }
-                    Tag::ListOffsets(tps) => tps,
+                    Tag::ListOffsets(tps) | Tag::Validate(tps) => tps,
                     Tag::Metadata | Tag::Group | Tag::Offsets(_) => {
                         unreachable!("handled above")
                     }

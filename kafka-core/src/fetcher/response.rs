@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use kafka_proto::messages::fetch_response::FetchResponse;
-use kafka_proto::record::{ControlRecordType, RecordBatches};
+use kafka_proto::record::{ControlRecordType, Record, RecordBatches};
 use kafka_proto::ErrorCode;
 
 use super::{FetchError, FetchEvent, Fetcher, StartFrom};
@@ -81,7 +81,9 @@ impl Fetcher {
             let Some(mut position) = part.position else {
                 continue;
             };
-            let mut records = Vec::new();
+            // Records in runs of one leader epoch each (a run per epoch, as commits carry it).
+            let mut runs: Vec<(i32, Vec<Record>)> = Vec::new();
+            let mut epoch = part.epoch;
             let mut corrupt = None;
             let raw = data.records.clone().unwrap_or_default();
             let raw_len = raw.len();
@@ -118,6 +120,9 @@ impl Fetcher {
                     position = batch.next_offset();
                     continue;
                 }
+                if batch.partition_leader_epoch >= 0 {
+                    epoch = batch.partition_leader_epoch;
+                }
                 if read_committed {
                     while let Some((_, pid)) =
                         aborted.next_if(|(first, _)| *first <= batch.last_offset())
@@ -143,7 +148,12 @@ impl Fetcher {
                     };
                     for r in iter {
                         match r {
-                            Ok(r) if r.offset >= position => records.push(r),
+                            Ok(r) if r.offset >= position => {
+                                if runs.last().is_none_or(|run| run.0 != epoch) {
+                                    runs.push((epoch, Vec::new()));
+                                }
+                                runs.last_mut().expect("pushed").1.push(r);
+                            }
                             Ok(_) => {}
                             Err(error) => {
                                 corrupt = Some(error);
@@ -158,32 +168,41 @@ impl Fetcher {
                 position = batch.next_offset();
             }
             // Records already read stay read, even if a later batch was corrupt.
-            let read_any = !records.is_empty();
-            if let Some(last) = records.last() {
+            let read_any = !runs.is_empty();
+            if let Some(last) = runs.last().and_then(|run| run.1.last()) {
                 position = position.max(last.offset + 1);
             }
             part.position = Some(position);
+            part.epoch = epoch;
             if read_any {
                 part.end_reported = false;
                 // The records share the response's buffers, or decompressed ones: charge the
                 // larger of the raw set and the records' payloads. (Per-record bookkeeping is
-                // not charged: the broker's byte limits cannot bound it.)
-                let own: usize = records
-                    .iter()
-                    .map(|r| {
-                        r.key.as_ref().map_or(0, |k| k.len())
-                            + r.value.as_ref().map_or(0, |v| v.len())
-                    })
-                    .sum();
-                let bytes = raw_len.max(own);
-                self.buffered += bytes;
-                self.events.push_back(FetchEvent::Records {
-                    topic: tp.0.clone(),
-                    partition: tp.1,
-                    records,
-                    high_watermark: data.high_watermark,
-                    bytes,
-                });
+                // not charged: the broker's byte limits cannot bound it.) Each run is charged
+                // its payloads, and the first also what the raw set holds beyond them.
+                let payload = |records: &[Record]| -> usize {
+                    records
+                        .iter()
+                        .map(|r| {
+                            r.key.as_ref().map_or(0, |k| k.len())
+                                + r.value.as_ref().map_or(0, |v| v.len())
+                        })
+                        .sum()
+                };
+                let own: usize = runs.iter().map(|run| payload(&run.1)).sum();
+                let mut extra = raw_len.saturating_sub(own);
+                for (leader_epoch, records) in runs {
+                    let bytes = payload(&records) + std::mem::take(&mut extra);
+                    self.buffered += bytes;
+                    self.events.push_back(FetchEvent::Records {
+                        topic: tp.0.clone(),
+                        partition: tp.1,
+                        records,
+                        leader_epoch,
+                        high_watermark: data.high_watermark,
+                        bytes,
+                    });
+                }
             }
             if let Some(error) = corrupt {
                 part.stopped = true;
