@@ -903,3 +903,92 @@ fn a_leader_change_checks_the_position_and_detects_truncation() {
     );
     assert_eq!(h.f.position("t", 0), Some(10));
 }
+
+/// KIP-227: after one full fetch opens a session, a fetch names only the partitions whose
+/// position moved; a paused partition is forgotten; a broker that lost the session gets a
+/// full fetch again, and nothing is lost or read twice.
+#[test]
+fn fetch_sessions_name_only_what_changed() {
+    const PARTS: i32 = 50;
+    let cluster = SingleBroker::new("broker", 9092, PARTS as usize);
+    produce_to(&cluster, PARTS as usize, "none", 0, PARTS);
+    let mut h = Harness::new(&[("fetch.max.wait.ms", "100")], single(&cluster));
+    h.f.assign(
+        (0..PARTS).map(|p| ("t".to_string(), p)),
+        StartFrom::Earliest,
+        h.now,
+    );
+    h.advance_to(Instant::from_millis(2000));
+    assert_eq!(h.values().len(), PARTS as usize);
+    let (opened, incremental) = cluster.fetch_sessions();
+    assert_eq!(opened, 1, "one session for the one broker");
+    assert!(incremental >= 10, "incremental fetches: {incremental}");
+
+    let fetches = |h: &Harness| -> Vec<(i32, usize, Vec<i32>)> {
+        h.brokers
+            .values()
+            .flat_map(|b| b.requests())
+            .filter_map(|(_, r)| match r {
+                RequestBody::Fetch(f) => Some((
+                    f.session_epoch,
+                    f.topics.iter().map(|t| t.partitions.len()).sum(),
+                    f.forgotten_topics_data
+                        .iter()
+                        .flat_map(|t| t.partitions.clone())
+                        .collect(),
+                )),
+                _ => None,
+            })
+            .collect()
+    };
+    let seen = fetches(&h).len();
+    // One partition gets a record: only it is named, once its position moved.
+    produce_to(&cluster, 1, "none", PARTS as usize + 7, PARTS);
+    h.advance_to(Instant::from_millis(3000));
+    assert_eq!(h.values().len(), PARTS as usize + 1);
+    let later = &fetches(&h)[seen..];
+    assert!(later.len() >= 5);
+    assert!(later.iter().all(|f| f.0 > 0), "all incremental: {later:?}");
+    assert_eq!(
+        later.iter().map(|f| f.1).sum::<usize>(),
+        1,
+        "only partition 7, after its record: {later:?}"
+    );
+
+    // Pausing forgets; resuming names it again.
+    h.f.pause("t", 3);
+    let seen = fetches(&h).len();
+    h.advance_to(Instant::from_millis(3500));
+    let later = &fetches(&h)[seen..];
+    assert_eq!(
+        later.iter().flat_map(|f| f.2.clone()).collect::<Vec<_>>(),
+        [3],
+        "{later:?}"
+    );
+    let now = h.now;
+    h.f.resume("t", 3, now);
+    h.advance_to(Instant::from_millis(4000));
+
+    // The broker loses its sessions: one full fetch, then incremental again.
+    cluster.evict_fetch_sessions();
+    let seen = fetches(&h).len();
+    produce_to(&cluster, PARTS as usize, "none", PARTS as usize * 2, PARTS);
+    h.advance_to(Instant::from_millis(6000));
+    let later = &fetches(&h)[seen..];
+    let full: Vec<_> = later.iter().filter(|f| f.0 == 0).collect();
+    assert_eq!(full.len(), 1, "{later:?}");
+    assert_eq!(
+        full[0].1, PARTS as usize,
+        "a full fetch names every partition"
+    );
+    assert_eq!(cluster.fetch_sessions().0, 2);
+    let mut got: Vec<String> = h.values().into_iter().map(|v| v.1).collect();
+    got.sort();
+    let mut want: Vec<String> = (0..PARTS as usize)
+        .chain([PARTS as usize + 7])
+        .chain(PARTS as usize * 2..PARTS as usize * 3)
+        .map(|i| format!("v{i}"))
+        .collect();
+    want.sort();
+    assert_eq!(got, want, "every record once");
+}

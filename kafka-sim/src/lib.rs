@@ -3,6 +3,7 @@
 //! kafka-core, so kafka-core's own tests and doctests can use it.
 #![warn(missing_docs)]
 
+mod fetch_session;
 mod group;
 pub mod scripted;
 pub mod single;

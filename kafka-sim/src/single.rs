@@ -52,6 +52,7 @@ struct State {
     next_seq: BTreeMap<(i64, Uuid, i32), i32>,
     next_producer_id: i64,
     groups: crate::group::Groups,
+    sessions: crate::fetch_session::Sessions,
 }
 
 /// One broker (node 1) with an in-memory log. Clone it freely: clones share the log.
@@ -143,6 +144,19 @@ impl SingleBroker {
     pub fn committed(&self, group: &str, topic: &str, partition: i32) -> Option<(i64, i32)> {
         let s = self.state.lock().expect("not poisoned");
         s.groups.committed(group, topic, partition)
+    }
+
+    /// KIP-227 fetch sessions opened, and incremental fetches answered.
+    pub fn fetch_sessions(&self) -> (usize, usize) {
+        let s = self.state.lock().expect("not poisoned");
+        (s.sessions.opened, s.sessions.incremental)
+    }
+
+    /// Forgets every fetch session, as a restarted broker does: the next incremental fetch
+    /// gets FETCH_SESSION_ID_NOT_FOUND.
+    pub fn evict_fetch_sessions(&self) {
+        let mut s = self.state.lock().expect("not poisoned");
+        s.sessions.evict_all();
     }
 
     /// The records of one partition, in offset order.
@@ -383,66 +397,99 @@ impl State {
 
     /// Answers a fetch; true if it carries no records (so it should long-poll).
     fn fetch(&mut self, req: &FetchRequest) -> (FetchResponse, bool) {
-        let mut empty = true;
-        let mut budget = req.max_bytes.max(0) as usize;
-        let mut responses = Vec::new();
-        for t in &req.topics {
-            let name = if t.topic_id.is_nil() {
-                t.topic.clone()
+        let names: BTreeMap<Uuid, String> = self
+            .topics
+            .iter()
+            .map(|(name, (id, _))| (*id, name.clone()))
+            .collect();
+        let name = |id: Uuid, name: &str| {
+            if id.is_nil() {
+                name.to_owned()
             } else {
-                self.by_id(t.topic_id).unwrap_or_default()
-            };
-            let mut partitions = Vec::new();
-            for p in &t.partitions {
-                let mut data = PartitionData {
-                    partition_index: p.partition,
+                names.get(&id).cloned().unwrap_or_default()
+            }
+        };
+        let plan = match self.sessions.plan(req, name) {
+            Ok(plan) => plan,
+            Err(error_code) => {
+                let resp = FetchResponse {
+                    error_code,
                     ..Default::default()
                 };
-                let logs = &self.topic(&name).1;
-                match logs.get(p.partition.max(0) as usize) {
-                    None => data.error_code = 3,
-                    Some(log) if p.fetch_offset < 0 || p.fetch_offset > log.end => {
-                        data.error_code = 1
-                    }
-                    Some(log) => {
-                        data.high_watermark = log.end;
-                        data.last_stable_offset = log.end;
-                        data.log_start_offset = 0;
-                        let mut out = BytesMut::new();
-                        let limit = (p.partition_max_bytes.max(0) as usize).min(budget);
-                        let first_in_response = empty;
-                        for (base, batch) in &log.batches {
-                            let next = RecordBatches::new(batch.clone())
-                                .flatten()
-                                .map(|b| b.next_offset())
-                                .next();
-                            if next.is_some_and(|n| n <= p.fetch_offset) || *base < 0 {
-                                continue;
-                            }
-                            // KIP-74: the first batch of the first partition with data goes
-                            // whole even past the limits; nothing else does.
-                            let exempt = out.is_empty() && first_in_response;
-                            if !exempt && out.len() + batch.len() > limit {
-                                break;
-                            }
-                            out.extend_from_slice(batch);
-                        }
-                        budget = budget.saturating_sub(out.len());
-                        empty &= out.is_empty();
-                        data.records = Some(out.freeze());
-                    }
-                }
-                partitions.push(data);
+                return (resp, false);
             }
-            responses.push(FetchableTopicResponse {
-                topic: t.topic.clone(),
-                topic_id: t.topic_id,
-                partitions,
+        };
+        let mut empty = true;
+        let mut budget = req.max_bytes.max(0) as usize;
+        // Topics in the order first named, each with its partitions.
+        let mut responses: Vec<FetchableTopicResponse> = Vec::new();
+        for w in &plan.wanted {
+            let mut data = PartitionData {
+                partition_index: w.partition,
                 ..Default::default()
-            });
+            };
+            let logs = &self.topic(&w.name).1;
+            match logs.get(w.partition.max(0) as usize) {
+                None => data.error_code = 3,
+                Some(log) if w.offset < 0 || w.offset > log.end => data.error_code = 1,
+                Some(log) => {
+                    data.high_watermark = log.end;
+                    data.last_stable_offset = log.end;
+                    data.log_start_offset = 0;
+                    let mut out = BytesMut::new();
+                    let limit = (w.max_bytes.max(0) as usize).min(budget);
+                    let first_in_response = empty;
+                    for (base, batch) in &log.batches {
+                        let next = RecordBatches::new(batch.clone())
+                            .flatten()
+                            .map(|b| b.next_offset())
+                            .next();
+                        if next.is_some_and(|n| n <= w.offset) || *base < 0 {
+                            continue;
+                        }
+                        // KIP-74: the first batch of the first partition with data goes
+                        // whole even past the limits; nothing else does.
+                        let exempt = out.is_empty() && first_in_response;
+                        if !exempt && out.len() + batch.len() > limit {
+                            break;
+                        }
+                        out.extend_from_slice(batch);
+                    }
+                    budget = budget.saturating_sub(out.len());
+                    empty &= out.is_empty();
+                    data.records = Some(out.freeze());
+                }
+            }
+            let has_records = data.records.as_ref().is_some_and(|r| !r.is_empty());
+            let news = self.sessions.news(
+                plan.session_id,
+                w,
+                has_records,
+                data.error_code != 0,
+                data.high_watermark,
+            );
+            if plan.incremental && !news {
+                continue;
+            }
+            let topic = match responses
+                .iter_mut()
+                .position(|t| t.topic == w.name && t.topic_id == w.topic_id)
+            {
+                Some(i) => &mut responses[i],
+                None => {
+                    responses.push(FetchableTopicResponse {
+                        topic: w.name.clone(),
+                        topic_id: w.topic_id,
+                        ..Default::default()
+                    });
+                    responses.last_mut().expect("pushed")
+                }
+            };
+            topic.partitions.push(data);
         }
         (
             FetchResponse {
+                session_id: plan.session_id,
                 responses,
                 ..Default::default()
             },

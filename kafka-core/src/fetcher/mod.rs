@@ -17,6 +17,9 @@
 //! - `isolation.level=read_committed` skips the batches of aborted transactions (from the
 //!   response's aborted-transaction list up to each ABORT marker) and every control batch.
 //!
+//! - KIP-227 fetch sessions where the broker supports them (Fetch v7+): after a full fetch,
+//!   each Fetch names only the partitions whose position moved, and those to forget.
+//!
 //! - KIP-320: every position remembers the leader epoch of the record before it. When a
 //!   partition's leader epoch moves on (or a committed offset with an epoch is taken up), the
 //!   position is checked with OffsetForLeaderEpoch before fetching on: a log truncated below it
@@ -26,8 +29,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use kafka_proto::api::ApiKey;
 use kafka_proto::api::ResponseBody;
-use kafka_proto::messages::fetch_request::{FetchPartition, FetchRequest, FetchTopic};
+use kafka_proto::messages::fetch_request::{
+    FetchPartition, FetchRequest, FetchTopic, ForgottenTopic,
+};
 use kafka_proto::messages::list_offsets_request::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 };
@@ -46,6 +52,7 @@ use crate::time::Instant;
 
 mod group;
 mod response;
+mod session;
 mod validate;
 
 /// Where to start reading a partition.
@@ -153,7 +160,9 @@ pub type Output = crate::net::Output<FetchEvent>;
 enum Tag {
     Metadata,
     ListOffsets(Vec<TopicPartition>),
-    Fetch(NodeId, Vec<TopicPartition>),
+    /// A Fetch of these partitions; `true` if incremental (KIP-227), when the partitions
+    /// absent from the response simply have nothing new.
+    Fetch(NodeId, Vec<TopicPartition>, bool),
     /// A membership request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
     Group,
     /// OffsetFetch (false) or OffsetCommit (true).
@@ -205,6 +214,8 @@ pub struct Fetcher {
     reserved: usize,
     reservations: BTreeMap<NodeId, usize>,
     fetch_seq: usize,
+    /// KIP-227 fetch sessions, per broker.
+    sessions: BTreeMap<NodeId, session::FetchSession>,
     group: Option<group::Group>,
 }
 
@@ -238,6 +249,7 @@ impl Fetcher {
             reserved: 0,
             reservations: BTreeMap::new(),
             fetch_seq: 0,
+            sessions: BTreeMap::new(),
             group: group::Group::new(&cfg),
             cfg,
         }
@@ -469,9 +481,32 @@ impl Fetcher {
                 continue;
             };
             let max_bytes = room.min(self.cfg.fetch_max_bytes.max(1) as usize);
+            let want: BTreeMap<TopicPartition, session::FetchState> = tps
+                .iter()
+                .map(|tp| {
+                    let p = &self.parts[tp];
+                    (tp.clone(), (p.position.expect("filtered"), p.leader_epoch))
+                })
+                .collect();
+            let supported = self
+                .net
+                .version(conn, ApiKey::Fetch)
+                .is_some_and(|v| v >= 7);
+            let plan = self
+                .sessions
+                .entry(node)
+                .or_default()
+                .prepare(&want, supported);
+            // A full fetch names the partitions in the rotated order.
+            let send = if plan.incremental {
+                plan.send
+            } else {
+                tps.clone()
+            };
             let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
-            for tp in &tps {
+            for tp in &send {
                 let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
+                let (offset, leader_epoch) = want[tp];
                 topics
                     .entry(tp.0.clone())
                     .or_insert_with(|| FetchTopic {
@@ -482,27 +517,45 @@ impl Fetcher {
                     .partitions
                     .push(FetchPartition {
                         partition: tp.1,
-                        current_leader_epoch: self.parts[tp].leader_epoch,
-                        fetch_offset: self.parts[tp].position.expect("filtered"),
+                        current_leader_epoch: leader_epoch,
+                        fetch_offset: offset,
                         partition_max_bytes: self.cfg.max_partition_fetch_bytes,
                         ..Default::default()
                     });
             }
-            let all_ids = topics.values().all(|t| !t.topic_id.is_nil());
+            let mut forgotten: BTreeMap<String, ForgottenTopic> = BTreeMap::new();
+            for tp in &plan.forget {
+                let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
+                forgotten
+                    .entry(tp.0.clone())
+                    .or_insert_with(|| ForgottenTopic {
+                        topic: tp.0.clone(),
+                        topic_id,
+                        ..Default::default()
+                    })
+                    .partitions
+                    .push(tp.1);
+            }
+            let all_ids = topics.values().all(|t| !t.topic_id.is_nil())
+                && forgotten.values().all(|t| !t.topic_id.is_nil())
+                && tps
+                    .iter()
+                    .all(|tp| self.metadata.topic(&tp.0).is_some_and(|t| !t.id.is_nil()));
             let req = FetchRequest {
                 replica_id: -1,
                 max_wait_ms: self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32,
                 min_bytes: self.cfg.fetch_min_bytes,
                 max_bytes: max_bytes as i32,
                 isolation_level: self.cfg.isolation_level.wire_value(),
-                session_id: 0,
-                session_epoch: -1, // no fetch session: a full fetch each time
+                session_id: plan.session_id,
+                session_epoch: plan.epoch,
                 topics: topics.into_values().collect(),
+                forgotten_topics_data: forgotten.into_values().collect(),
                 ..Default::default()
             };
             // Fetch v13+ names topics only by id.
             let max_version = if all_ids { 18 } else { 12 };
-            let tag = Tag::Fetch(node, tps.clone());
+            let tag = Tag::Fetch(node, tps.clone(), plan.incremental);
             if self
                 .net
                 .send_at_most(conn, &req, tag, true, max_version, now)
@@ -539,14 +592,17 @@ impl Fetcher {
                 self.on_list_offsets(tps, resp, now);
             }
             NetEvent::Response {
-                tag: Tag::Fetch(node, tps),
+                tag: Tag::Fetch(node, tps, incremental),
                 body: ResponseBody::Fetch(resp),
                 version,
                 ..
             } => {
                 self.fetching.remove(&node);
                 self.unreserve(node);
-                self.on_fetch(tps, resp, version, now);
+                if let Some(s) = self.sessions.get_mut(&node) {
+                    s.answered(resp.error_code, resp.session_id);
+                }
+                self.on_fetch(tps, resp, version, incremental, now);
             }
             NetEvent::Response {
                 tag: Tag::Validate(tps),
@@ -565,9 +621,12 @@ impl Fetcher {
             NetEvent::Failed { tag, .. } => {
                 // The connection failed: find the leader again, then retry with backoff.
                 let tps = match tag {
-                    Tag::Fetch(node, tps) => {
+                    Tag::Fetch(node, tps, _) => {
                         self.fetching.remove(&node);
                         self.unreserve(node);
+                        if let Some(s) = self.sessions.get_mut(&node) {
+                            s.reset();
+                        }
                         tps
                     }
                     Tag::ListOffsets(tps) | Tag::Validate(tps) => tps,

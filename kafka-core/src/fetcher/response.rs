@@ -19,8 +19,24 @@ impl Fetcher {
         tps: Vec<TopicPartition>,
         resp: FetchResponse,
         version: i16,
+        incremental: bool,
         now: Instant,
     ) {
+        if resp.error_code != 0 {
+            // The whole fetch failed: a fetch-session error (the next fetch is full again,
+            // at once) or a broker-wide one (retried with backoff).
+            let session = matches!(resp.error_code, 70 | 71 | 106);
+            for tp in &tps {
+                if session {
+                    if let Some(p) = self.parts.get_mut(tp) {
+                        p.busy = false;
+                    }
+                } else {
+                    self.retry_later(tp, now);
+                }
+            }
+            return;
+        }
         for tp in tps {
             let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
             let data = resp
@@ -36,7 +52,14 @@ impl Fetcher {
                 .flat_map(|t| &t.partitions)
                 .find(|p| p.partition_index == tp.1);
             let Some(data) = data else {
-                self.retry_later(&tp, now);
+                if incremental {
+                    // Nothing new in this session partition.
+                    if let Some(p) = self.parts.get_mut(&tp) {
+                        p.busy = false;
+                    }
+                } else {
+                    self.retry_later(&tp, now);
+                }
                 continue;
             };
             let Some(part) = self.parts.get_mut(&tp) else {
