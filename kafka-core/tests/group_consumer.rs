@@ -32,7 +32,11 @@ fn sim(t: Instant) -> SimTime {
 
 impl Harness {
     fn new(cluster: &SingleBroker, group: &str) -> Harness {
-        let cfg = ConsumerConfig::from_map([
+        Self::with(cluster, group, &[])
+    }
+
+    fn with(cluster: &SingleBroker, group: &str, extra: &[(&str, &str)]) -> Harness {
+        let mut settings = vec![
             ("bootstrap.servers", "broker:9092"),
             ("group.id", group),
             ("session.timeout.ms", "2000"),
@@ -40,8 +44,9 @@ impl Harness {
             ("fetch.max.wait.ms", "5000"),
             ("auto.offset.reset", "earliest"),
             ("auto.commit.interval.ms", "1000"),
-        ])
-        .unwrap();
+        ];
+        settings.extend_from_slice(extra);
+        let cfg = ConsumerConfig::from_map(settings).unwrap();
         Harness {
             f: Fetcher::new(cfg),
             now: Instant::ZERO,
@@ -97,19 +102,25 @@ impl Harness {
             };
             assert!(next >= self.now, "time never goes back");
             self.now = next;
-            let conns: Vec<ConnId> = self.brokers.keys().copied().collect();
-            for c in conns {
-                let out = self.brokers.get_mut(&c).unwrap().advance(sim(self.now));
-                if !out.bytes.is_empty() {
-                    self.f.handle_received(c, &out.bytes, self.now);
-                }
-            }
+            self.sync_brokers();
             self.f.handle_timeout(self.now);
             self.pump();
         }
         self.now = t;
+        // The brokers' clocks too, so that a request sent now is answered in the present.
+        self.sync_brokers();
         self.f.handle_timeout(t);
         self.pump();
+    }
+
+    fn sync_brokers(&mut self) {
+        let conns: Vec<ConnId> = self.brokers.keys().copied().collect();
+        for c in conns {
+            let out = self.brokers.get_mut(&c).unwrap().advance(sim(self.now));
+            if !out.bytes.is_empty() {
+                self.f.handle_received(c, &out.bytes, self.now);
+            }
+        }
     }
 
     fn on(&self, api: i16) -> Vec<ConnId> {
@@ -266,4 +277,59 @@ fn a_new_member_resumes_from_the_committed_offsets() {
         .filter(|(_, r)| matches!(r, RequestBody::OffsetForLeaderEpoch(_)))
         .count();
     assert_eq!(checks, 1);
+}
+
+/// `max.poll.interval.ms`: an application that stops asking for records is taken out of the
+/// group (LeaveGroup, its partitions lost and no longer fetched), without a `Left` that would
+/// end the consumer; its next poll rejoins and reading goes on from the committed offsets.
+#[test]
+fn a_stalled_application_leaves_and_its_next_poll_rejoins() {
+    let cluster = SingleBroker::new("broker", 9092, 1);
+    produce(&cluster, 20);
+    let mut h = Harness::with(
+        &cluster,
+        "stall",
+        &[
+            ("max.poll.interval.ms", "4000"),
+            ("fetch.max.wait.ms", "500"),
+        ],
+    );
+    h.f.subscribe(vec!["t".into()], h.now);
+    h.advance_to(Instant::from_millis(1000));
+    assert_eq!(h.values().len(), 20);
+    h.f.consumed("t", 0, 20, 0);
+    h.advance_to(Instant::from_millis(3000)); // an automatic commit
+    assert_eq!(cluster.committed("stall", "t", 0), Some((20, 0)));
+    assert_eq!(cluster.group_requests("LeaveGroup"), 0);
+
+    // No poll since subscribing at 0: out after 4 s.
+    h.advance_to(Instant::from_millis(4600));
+    assert_eq!(cluster.group_requests("LeaveGroup"), 1);
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, FetchEvent::Lost(tps) if tps == &[("t".to_string(), 0)])),
+        "{:?}",
+        h.events
+    );
+    assert!(!h.events.contains(&FetchEvent::Left), "{:?}", h.events);
+    let fetches = h.sent.iter().filter(|(_, a)| *a == FETCH).count();
+    produce(&cluster, 5);
+    h.advance_to(Instant::from_millis(9000));
+    assert_eq!(
+        h.sent.iter().filter(|(_, a)| *a == FETCH).count(),
+        fetches,
+        "a lost partition is not fetched"
+    );
+    assert_eq!(h.values().len(), 20);
+
+    // The application polls again: a new member joins and reads on from offset 20.
+    let joins = cluster.group_requests("JoinGroup");
+    let now = h.now;
+    h.f.polled(now);
+    h.advance_to(now + Duration::from_secs(2));
+    assert!(cluster.group_requests("JoinGroup") > joins);
+    let got = h.values();
+    assert_eq!(got.len(), 25, "{got:?}");
+    assert_eq!(got[20], "v0", "the second batch, from offset 20");
 }

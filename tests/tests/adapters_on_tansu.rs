@@ -488,6 +488,70 @@ macro_rules! suite {
                 })
             }
 
+            /// `max.poll.interval.ms`: an application that stops calling `recv` is taken out
+            /// of the group; its next `recv` rejoins and reading goes on (the consumer is not
+            /// closed by it).
+            #[test]
+            fn a_stalled_application_rejoins_on_its_next_recv() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    admin(&broker)
+                        .create_topic(NewTopic::new("stall", 1))
+                        .await
+                        .unwrap();
+                    produce_values(&broker, "stall", 0..50).await;
+                    let mut c = Consumer::from_map([
+                        ("bootstrap.servers", broker.addr.as_str()),
+                        ("group.id", "stalling"),
+                        ("session.timeout.ms", "2000"),
+                        ("heartbeat.interval.ms", "500"),
+                        ("max.poll.interval.ms", "2500"),
+                        ("auto.offset.reset", "earliest"),
+                    ])
+                    .unwrap();
+                    c.subscribe(["stall"]);
+                    let mut events = Vec::new();
+                    within(Duration::from_secs(30), "the first 50", async {
+                        let mut n = 0;
+                        while n < 50 {
+                            match c.next_event().await.unwrap() {
+                                ConsumerEvent::Record(_) => n += 1,
+                                e => events.push(e),
+                            }
+                        }
+                    })
+                    .await;
+                    c.commit().await.unwrap();
+                    // No recv for longer than max.poll.interval.ms.
+                    async_io::Timer::after(Duration::from_secs(4)).await;
+                    produce_values(&broker, "stall", 50..80).await;
+                    let mut again = std::collections::BTreeSet::new();
+                    within(Duration::from_secs(30), "after the stall", async {
+                        while again.len() < 30 {
+                            match c.next_event().await.unwrap() {
+                                ConsumerEvent::Record(r) => {
+                                    again.insert(value(&r));
+                                }
+                                e => events.push(e),
+                            }
+                        }
+                    })
+                    .await;
+                    assert_eq!(again, (50..80).collect(), "from the committed offset on");
+                    let lost = events
+                        .iter()
+                        .position(|e| matches!(e, ConsumerEvent::Lost(_)))
+                        .expect("the stall lost the partition");
+                    assert!(
+                        events[lost..]
+                            .iter()
+                            .any(|e| matches!(e, ConsumerEvent::Assigned(_))),
+                        "then it was assigned again: {events:?}"
+                    );
+                    c.close(Duration::from_secs(10)).await;
+                })
+            }
+
             /// The next event of either member, with which one it was.
             async fn either(
                 a: &mut Consumer,

@@ -203,6 +203,12 @@ impl Membership {
 
     /// Leaves the group (static members do not: their session outlives restarts).
     pub fn leave(&mut self, _now: Instant) {
+        if self.state == State::Left {
+            // Already out (after max.poll.interval.ms): now for good.
+            self.rejoin_on_poll = false;
+            self.finish_leaving();
+            return;
+        }
         if self.instance_id.is_some() || self.member_id.is_empty() || self.coordinator.is_none() {
             self.finish_leaving();
             return;
@@ -212,10 +218,12 @@ impl Membership {
 
     fn finish_leaving(&mut self) {
         self.state = State::Left;
+        // Only a leave the application asked for is reported: one forced by a stalled
+        // application (max.poll.interval.ms) was reported as `Lost`, and its next poll rejoins.
         if !self.rejoin_on_poll {
             self.topics.clear();
+            self.events.push_back(GroupEvent::Left);
         }
-        self.events.push_back(GroupEvent::Left);
     }
 
     /// Whether the member is in the group or on its way in (subscribed, not left or failed).
