@@ -646,12 +646,15 @@ fn read_committed_skips_aborted_transactions_and_markers() {
                     } else {
                         Bytes::new()
                     };
+                    // To a read_committed reader: a transaction still open at offsets 6-7 (its
+                    // records withheld), so the last stable offset is below the high watermark.
+                    let hw = if req.isolation_level == 1 { 8 } else { 6 };
                     let resp = ResponseBody::Fetch(FetchResponse {
                         responses: vec![FetchableTopicResponse {
                             topic: "t".into(),
                             partitions: vec![PartitionData {
                                 partition_index: 0,
-                                high_watermark: 6,
+                                high_watermark: hw,
                                 last_stable_offset: 6,
                                 aborted_transactions: Some(vec![AbortedTransaction {
                                     producer_id: 7,
@@ -679,6 +682,15 @@ fn read_committed_skips_aborted_transactions_and_markers() {
         let got: Vec<String> = h.values().into_iter().map(|v| v.1).collect();
         assert_eq!(got, want, "{level}");
         assert_eq!(h.f.position("t", 0), Some(6), "{level}: past the markers");
+        assert!(
+            h.events.contains(&FetchEvent::EndOfPartition {
+                topic: "t".into(),
+                partition: 0,
+                offset: 6
+            }),
+            "{level}: the end is the last stable offset: {:?}",
+            h.events
+        );
     }
 }
 

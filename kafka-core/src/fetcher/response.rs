@@ -239,7 +239,13 @@ impl Fetcher {
                 });
                 continue;
             }
-            if position >= data.high_watermark && !part.end_reported {
+            // A read_committed reader can read no further than the last stable offset.
+            let end = if read_committed && data.last_stable_offset >= 0 {
+                data.last_stable_offset
+            } else {
+                data.high_watermark
+            };
+            if position >= end && !part.end_reported {
                 part.end_reported = true;
                 self.events.push_back(FetchEvent::EndOfPartition {
                     topic: tp.0.clone(),
