@@ -333,3 +333,36 @@ fn a_stalled_application_leaves_and_its_next_poll_rejoins() {
     assert_eq!(got.len(), 25, "{got:?}");
     assert_eq!(got[20], "v0", "the second batch, from offset 20");
 }
+
+/// Static membership: JoinGroup names the instance, and leaving sends no LeaveGroup (the
+/// session outlives a restart), while the offsets are still committed first.
+#[test]
+fn a_static_member_commits_but_does_not_leave() {
+    let cluster = SingleBroker::new("broker", 9092, 1);
+    produce(&cluster, 10);
+    let mut h = Harness::with(&cluster, "static", &[("group.instance.id", "i-1")]);
+    h.f.subscribe(vec!["t".into()], h.now);
+    h.advance_to(Instant::from_millis(2000));
+    assert_eq!(h.values().len(), 10);
+    let joins: Vec<Option<String>> = h
+        .brokers
+        .values()
+        .flat_map(|b| b.requests())
+        .filter_map(|(_, r)| match r {
+            RequestBody::JoinGroup(j) => Some(j.group_instance_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!joins.is_empty());
+    assert!(
+        joins.iter().all(|i| i.as_deref() == Some("i-1")),
+        "{joins:?}"
+    );
+    h.f.consumed("t", 0, 10, 0);
+    let now = h.now;
+    h.f.leave(now);
+    h.advance_to(now + Duration::from_secs(1));
+    assert!(h.events.contains(&FetchEvent::Left), "{:?}", h.events);
+    assert_eq!(cluster.committed("static", "t", 0), Some((10, 0)));
+    assert_eq!(cluster.group_requests("LeaveGroup"), 0);
+}

@@ -186,10 +186,19 @@ impl<R: Runtime> Consumer<R> {
 
     /// Commits the offsets of every record returned so far, and waits for the outcome.
     pub async fn commit(&mut self) -> Result<(), CommitError> {
+        self.commit_async().await
+    }
+
+    /// Commits the offsets of every record returned so far without waiting: the commit is
+    /// on its way when this returns, and the future (which borrows nothing, and may be
+    /// dropped) gives its outcome. Commits complete in the order they were made.
+    pub fn commit_async(
+        &mut self,
+    ) -> impl std::future::Future<Output = Result<(), CommitError>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let progress = self.take_progress();
         self.send(Command::Commit(progress, tx));
-        rx.await.unwrap_or(Err(CommitError::NotMember))
+        async move { rx.await.unwrap_or(Err(CommitError::NotMember)) }
     }
 
     /// Acknowledges a [`ConsumerEvent::Revoking`]: the rebalance goes on.

@@ -456,7 +456,13 @@ macro_rules! suite {
                         }
                     })
                     .await;
-                    c.commit().await.unwrap();
+                    // An async-style commit: sent at once, its outcome awaited later.
+                    let outcome = c.commit_async();
+                    assert!(
+                        c.position("grp", 0).await.is_some(),
+                        "the consumer is free meanwhile"
+                    );
+                    outcome.await.unwrap();
                     // Keyless records stick to a partition per batch: some may have none.
                     let committed = [
                         c.committed("grp", 0).await.unwrap_or(0),
@@ -548,6 +554,58 @@ macro_rules! suite {
                             .any(|e| matches!(e, ConsumerEvent::Assigned(_))),
                         "then it was assigned again: {events:?}"
                     );
+                    c.close(Duration::from_secs(10)).await;
+                })
+            }
+
+            /// Static membership (`group.instance.id`) against a real coordinator: the same
+            /// instance, closed and back within its session, reads on from its committed
+            /// offsets.
+            #[test]
+            fn a_static_member_comes_back_without_leaving() {
+                $block_on(async {
+                    let broker = Broker::start();
+                    admin(&broker)
+                        .create_topic(NewTopic::new("static", 2))
+                        .await
+                        .unwrap();
+                    produce_values(&broker, "static", 0..100).await;
+                    let member = || {
+                        Consumer::from_map([
+                            ("bootstrap.servers", broker.addr.as_str()),
+                            ("group.id", "statics"),
+                            ("group.instance.id", "instance-1"),
+                            ("session.timeout.ms", "6000"),
+                            ("heartbeat.interval.ms", "500"),
+                            ("auto.offset.reset", "earliest"),
+                        ])
+                        .unwrap()
+                    };
+                    let mut c = member();
+                    c.subscribe(["static"]);
+                    let mut seen = std::collections::BTreeSet::new();
+                    within(Duration::from_secs(30), "the first run", async {
+                        while seen.len() < 100 {
+                            seen.insert(value(&c.recv().await.unwrap()));
+                        }
+                    })
+                    .await;
+                    c.commit().await.unwrap();
+                    // No LeaveGroup (checked in virtual time, where requests are counted).
+                    c.close(Duration::from_secs(10)).await;
+
+                    produce_values(&broker, "static", 100..150).await;
+                    let mut c = member();
+                    c.subscribe(["static"]);
+                    let mut again = Vec::new();
+                    within(Duration::from_secs(30), "the same instance again", async {
+                        while again.len() < 50 {
+                            again.push(value(&c.recv().await.unwrap()));
+                        }
+                    })
+                    .await;
+                    again.sort();
+                    assert_eq!(again, (100..150).collect::<Vec<_>>());
                     c.close(Duration::from_secs(10)).await;
                 })
             }
