@@ -223,100 +223,126 @@ impl Groups {
             Some(_) if req.generation_id_or_member_epoch != g.generation => ILLEGAL_GENERATION,
             _ => 0,
         };
-        let topics = req
-            .topics
-            .iter()
-            .map(|t| OffsetCommitResponseTopic {
-                name: t.name.clone(),
-                partitions: t
-                    .partitions
-                    .iter()
-                    .map(|p| {
-                        if error == 0 {
-                            g.offsets.insert(
-                                (t.name.clone(), p.partition_index),
-                                (p.committed_offset, p.committed_leader_epoch),
-                            );
-                        }
-                        OffsetCommitResponsePartition {
-                            partition_index: p.partition_index,
-                            error_code: error,
-                            ..Default::default()
-                        }
-                    })
-                    .collect(),
-                ..Default::default()
-            })
-            .collect();
-        ResponseBody::OffsetCommit(OffsetCommitResponse {
-            topics,
-            ..Default::default()
+        offset_commit(req, error, |t, p, offset, epoch| {
+            g.offsets.insert((t.to_owned(), p), (offset, epoch));
         })
     }
 
     pub(crate) fn fetch_offsets(&mut self, req: &OffsetFetchRequest) -> ResponseBody {
         self.count("OffsetFetch");
-        // v8+ asks per group; older versions at the top level.
-        let (group_id, asked): (String, Vec<(String, Vec<i32>)>) = match req.groups.first() {
-            Some(g) => (
-                g.group_id.clone(),
-                g.topics
-                    .iter()
-                    .flatten()
-                    .map(|t| (t.name.clone(), t.partition_indexes.clone()))
-                    .collect(),
-            ),
-            None => (
-                req.group_id.clone(),
-                req.topics
-                    .iter()
-                    .flatten()
-                    .map(|t| (t.name.clone(), t.partition_indexes.clone()))
-                    .collect(),
-            ),
-        };
-        let g = self.groups.entry(group_id.clone()).or_default();
-        let lookup = |t: &str, p: i32| g.offsets.get(&(t.to_owned(), p)).copied();
-        // The flat (v1-7) and per-group (v8+) shapes have the same fields under different
-        // types.
-        macro_rules! answer {
-            ($topic:ident, $partition:ident) => {
-                asked
-                    .iter()
-                    .map(|(t, ps)| $topic {
-                        name: t.clone(),
-                        partitions: ps
-                            .iter()
-                            .map(|p| {
-                                let (offset, epoch) = lookup(t, *p).unwrap_or((-1, -1));
-                                $partition {
-                                    partition_index: *p,
-                                    committed_offset: offset,
-                                    committed_leader_epoch: epoch,
-                                    ..Default::default()
-                                }
-                            })
-                            .collect(),
-                        ..Default::default()
-                    })
-                    .collect()
-            };
-        }
-        let resp = if req.groups.is_empty() {
-            OffsetFetchResponse {
-                topics: answer!(OffsetFetchResponseTopic, OffsetFetchResponsePartition),
-                ..Default::default()
-            }
-        } else {
-            OffsetFetchResponse {
-                groups: vec![OffsetFetchResponseGroup {
-                    group_id,
-                    topics: answer!(OffsetFetchResponseTopics, OffsetFetchResponsePartitions),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }
-        };
-        ResponseBody::OffsetFetch(resp)
+        let groups = &self.groups;
+        offset_fetch(req, |group, t, p| {
+            groups.get(group)?.offsets.get(&(t.to_owned(), p)).copied()
+        })
     }
+}
+
+/// An OffsetCommit answer: `error` for every partition, or each offset handed to `store`
+/// (topic, partition, offset, leader epoch).
+pub(crate) fn offset_commit(
+    req: &OffsetCommitRequest,
+    error: i16,
+    mut store: impl FnMut(&str, i32, i64, i32),
+) -> ResponseBody {
+    let topics = req
+        .topics
+        .iter()
+        .map(|t| OffsetCommitResponseTopic {
+            name: t.name.clone(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| {
+                    if error == 0 {
+                        store(
+                            &t.name,
+                            p.partition_index,
+                            p.committed_offset,
+                            p.committed_leader_epoch,
+                        );
+                    }
+                    OffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: error,
+                        ..Default::default()
+                    }
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    ResponseBody::OffsetCommit(OffsetCommitResponse {
+        topics,
+        ..Default::default()
+    })
+}
+
+/// An OffsetFetch answer from `lookup` (group, topic, partition -> offset, leader epoch), in
+/// the request's shape: per group from v8, flat before.
+pub(crate) fn offset_fetch(
+    req: &OffsetFetchRequest,
+    lookup: impl Fn(&str, &str, i32) -> Option<(i64, i32)>,
+) -> ResponseBody {
+    // v8+ asks per group; older versions at the top level.
+    let (group_id, asked): (String, Vec<(String, Vec<i32>)>) = match req.groups.first() {
+        Some(g) => (
+            g.group_id.clone(),
+            g.topics
+                .iter()
+                .flatten()
+                .map(|t| (t.name.clone(), t.partition_indexes.clone()))
+                .collect(),
+        ),
+        None => (
+            req.group_id.clone(),
+            req.topics
+                .iter()
+                .flatten()
+                .map(|t| (t.name.clone(), t.partition_indexes.clone()))
+                .collect(),
+        ),
+    };
+    let group = group_id.clone();
+    let lookup = |t: &str, p: i32| lookup(&group, t, p);
+    // The flat (v1-7) and per-group (v8+) shapes have the same fields under different
+    // types.
+    macro_rules! answer {
+        ($topic:ident, $partition:ident) => {
+            asked
+                .iter()
+                .map(|(t, ps)| $topic {
+                    name: t.clone(),
+                    partitions: ps
+                        .iter()
+                        .map(|p| {
+                            let (offset, epoch) = lookup(t, *p).unwrap_or((-1, -1));
+                            $partition {
+                                partition_index: *p,
+                                committed_offset: offset,
+                                committed_leader_epoch: epoch,
+                                ..Default::default()
+                            }
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect()
+        };
+    }
+    let resp = if req.groups.is_empty() {
+        OffsetFetchResponse {
+            topics: answer!(OffsetFetchResponseTopic, OffsetFetchResponsePartition),
+            ..Default::default()
+        }
+    } else {
+        OffsetFetchResponse {
+            groups: vec![OffsetFetchResponseGroup {
+                group_id,
+                topics: answer!(OffsetFetchResponseTopics, OffsetFetchResponsePartitions),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    };
+    ResponseBody::OffsetFetch(resp)
 }

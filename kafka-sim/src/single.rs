@@ -328,7 +328,7 @@ impl State {
                         };
                         match self.topic(&t.topic).1.get(p.partition.max(0) as usize) {
                             None => r.error_code = 3, // UNKNOWN_TOPIC_OR_PARTITION
-                            Some(_) if p.current_leader_epoch > 0 => r.error_code = 79, // UNKNOWN_LEADER_EPOCH
+                            Some(_) if p.current_leader_epoch > 0 => r.error_code = 75, // UNKNOWN_LEADER_EPOCH
                             Some(log) if p.leader_epoch <= 0 => {
                                 r.leader_epoch = 0;
                                 r.end_offset = log.end;

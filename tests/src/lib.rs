@@ -3,3 +3,4 @@
 
 pub mod blocking;
 pub mod broker;
+pub mod sim;

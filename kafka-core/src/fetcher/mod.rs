@@ -11,7 +11,8 @@
 //! - OFFSET_OUT_OF_RANGE applies `auto.offset.reset`; leadership errors refresh metadata.
 //!
 //! - One prefetch budget (`queued.max.messages.kbytes`) across all partitions and brokers:
-//!   each Fetch asks for at most the room left, and none goes out while it is spent. The
+//!   each Fetch asks for at most the room left (and at most its broker's share of the
+//!   budget, so that no broker starves), and none goes out while it is spent. The
 //!   driver gives bytes back with [`Fetcher::release`] as the application takes records.
 //!
 //! - `isolation.level=read_committed` skips the batches of aborted transactions (from the
@@ -460,7 +461,13 @@ impl Fetcher {
     }
 
     fn fetch(&mut self, now: Instant) {
-        for (node, mut tps) in self.by_leader(|p| p.position.is_some() && !p.validate) {
+        let wanted = self.by_leader(|p| p.position.is_some() && !p.validate);
+        // Each broker with partitions to read may reserve at most its share of the budget: a
+        // long poll to one broker must not hold all of it while another's data waits (found
+        // by the simulation, seed 27).
+        let brokers: BTreeSet<NodeId> = wanted.keys().chain(&self.fetching).copied().collect();
+        let share = (self.budget() / brokers.len().max(1)).max(1);
+        for (node, mut tps) in wanted {
             // Each fetch starts at a different partition, so that a spent budget (or
             // fetch.max.bytes) does not always favour the same ones.
             if !tps.is_empty() {
@@ -480,7 +487,9 @@ impl Fetcher {
             let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
                 continue;
             };
-            let max_bytes = room.min(self.cfg.fetch_max_bytes.max(1) as usize);
+            let max_bytes = room
+                .min(share)
+                .min(self.cfg.fetch_max_bytes.max(1) as usize);
             let want: BTreeMap<TopicPartition, session::FetchState> = tps
                 .iter()
                 .map(|tp| {

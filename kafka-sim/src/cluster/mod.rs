@@ -1,0 +1,649 @@
+//! A seeded, simulated Kafka cluster: N brokers with replicated partitions (leaders, ISR, high
+//! watermark, leader epochs, `min.insync.replicas`, no unclean election), idempotent-producer
+//! checks, a classic group coordinator with an offsets store, and faults (crash, restart,
+//! leader moves, coordinator moves). It speaks real Kafka bytes on each connection; answers on
+//! a connection keep request order even when some wait (acks=all, long polls, joins).
+//!
+//! It knows nothing of the network: the caller (see [`crate::net::SimNet`]) delivers each
+//! connection's bytes with [`SimCluster::receive`] and takes what the brokers write from
+//! [`SimCluster::poll_transmit`].
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use bytes::{Bytes, BytesMut};
+use kafka_proto::api::{ApiKey, RequestBody, ResponseBody};
+use kafka_proto::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+use kafka_proto::record::RecordBatches;
+use kafka_proto::{decode_request, encode_response, FrameDecoder, RequestHeader};
+use uuid::Uuid;
+
+pub use crate::scripted::SimTime;
+
+mod coordinator;
+mod handlers;
+mod partition;
+
+use coordinator::Coordinator;
+use partition::Partition;
+
+/// A connection, as the caller names it.
+pub type ConnKey = u64;
+
+/// One answer's place in its connection's order.
+pub(crate) type Slot = (ConnKey, u64);
+
+/// The shape of a simulated cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// Brokers, numbered 1..=N.
+    pub brokers: i32,
+    /// Topics and their partition counts.
+    pub topics: Vec<(String, i32)>,
+    /// Replicas per partition (at most `brokers`).
+    pub replication: i32,
+    /// `min.insync.replicas`.
+    pub min_insync: usize,
+    /// How often followers copy their leaders.
+    pub replication_interval: SimTime,
+    /// `replica.lag.time.max.ms`: a follower behind for longer leaves the ISR.
+    pub replica_lag: SimTime,
+    /// The `(api key, min, max)` versions each broker advertises (missing: every API this
+    /// codec knows).
+    pub versions: BTreeMap<i32, Vec<(i16, i16, i16)>>,
+    /// Idempotent producers' retries are deduplicated (turn off to inject a broker bug).
+    pub dedup: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            brokers: 3,
+            topics: vec![("t".into(), 3)],
+            replication: 3,
+            min_insync: 2,
+            replication_interval: SimTime::from_millis(5),
+            replica_lag: SimTime::from_millis(100),
+            versions: BTreeMap::new(),
+            dedup: true,
+        }
+    }
+}
+
+/// What a broker writes on a connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BrokerWrite {
+    /// Bytes, in order.
+    Bytes(Bytes),
+    /// The broker closed the connection (after what it wrote before).
+    Close,
+}
+
+#[derive(Debug)]
+struct Conn {
+    node: i32,
+    frames: FrameDecoder,
+    next_slot: u64,
+    /// Answers in request order, with their correlation ids: `None` until ready.
+    slots: VecDeque<(u64, i32, Option<Bytes>)>,
+}
+
+/// A produce request waiting for acks=all.
+#[derive(Debug)]
+pub(crate) struct PendingProduce {
+    slot: Slot,
+    version: i16,
+    node: i32,
+    deadline: SimTime,
+    parts: Vec<PendingPart>,
+}
+
+/// One partition of a produce request.
+#[derive(Debug)]
+pub(crate) struct PendingPart {
+    topic: String,
+    topic_id: Uuid,
+    partition: i32,
+    /// The leader epoch the records were appended in.
+    epoch: i32,
+    /// The high watermark that acknowledges them.
+    need: i64,
+    base: i64,
+    /// The error code, once answered.
+    answer: Option<i16>,
+}
+
+/// Counters of what happened, for the simulation's fault checks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterStats {
+    /// Records cut from logs by truncation (acks=1 writes the new leader never had).
+    pub truncated_records: u64,
+    /// Leader elections (failovers and moves).
+    pub elections: u64,
+    /// Coordinator moves.
+    pub coordinator_moves: u64,
+    /// Broker crashes.
+    pub crashes: u64,
+    /// Produce requests refused with NOT_ENOUGH_REPLICAS.
+    pub not_enough_replicas: u64,
+}
+
+/// The cluster.
+#[derive(Debug)]
+pub struct SimCluster {
+    cfg: ClusterConfig,
+    now: SimTime,
+    up: BTreeSet<i32>,
+    topics: BTreeMap<String, (Uuid, Vec<Partition>)>,
+    conns: BTreeMap<ConnKey, Conn>,
+    out: VecDeque<(ConnKey, BrokerWrite)>,
+    coordinator_node: Option<i32>,
+    coordinator: Coordinator,
+    pending: Vec<PendingProduce>,
+    /// Empty fetches answered at their long-poll deadline: (due, slot, version, node, request).
+    parked: Vec<(SimTime, Slot, i16, i32, RequestBody)>,
+    next_tick: SimTime,
+    next_producer_id: i64,
+    picks: u64,
+    stats: ClusterStats,
+}
+
+impl SimCluster {
+    /// A cluster with every broker up. `seed` varies the topic ids and elections.
+    pub fn new(cfg: ClusterConfig, seed: u64) -> Self {
+        let brokers: Vec<i32> = (1..=cfg.brokers).collect();
+        let rf = cfg.replication.clamp(1, cfg.brokers.max(1)) as usize;
+        let topics = cfg
+            .topics
+            .iter()
+            .enumerate()
+            .map(|(i, (name, n))| {
+                let parts = (0..*n)
+                    .map(|p| {
+                        let replicas: Vec<i32> = (0..rf)
+                            .map(|r| brokers[(p as usize + r) % brokers.len()])
+                            .collect();
+                        Partition::new(&replicas)
+                    })
+                    .collect();
+                let id = Uuid::from_u64_pair(seed | 1, i as u64 + 1);
+                (name.clone(), (id, parts))
+            })
+            .collect();
+        SimCluster {
+            up: brokers.iter().copied().collect(),
+            coordinator_node: brokers.first().copied(),
+            cfg,
+            now: SimTime::ZERO,
+            topics,
+            conns: BTreeMap::new(),
+            out: VecDeque::new(),
+            coordinator: Coordinator::default(),
+            pending: Vec::new(),
+            parked: Vec::new(),
+            next_tick: SimTime::ZERO,
+            next_producer_id: 1000,
+            picks: seed,
+            stats: ClusterStats::default(),
+        }
+    }
+
+    /// A broker's advertised address: `broker-N:9092`.
+    pub fn address(node: i32) -> (String, u16) {
+        (format!("broker-{node}"), 9092)
+    }
+
+    /// The broker at an address, if any.
+    pub fn node_at(&self, host: &str, port: u16) -> Option<i32> {
+        let n: i32 = host.strip_prefix("broker-")?.parse().ok()?;
+        (port == 9092 && (1..=self.cfg.brokers).contains(&n)).then_some(n)
+    }
+
+    /// Whether a broker is up.
+    pub fn is_up(&self, node: i32) -> bool {
+        self.up.contains(&node)
+    }
+
+    /// A connection to `node` opens; false if the broker is down.
+    pub fn accept(&mut self, conn: ConnKey, node: i32) -> bool {
+        if !self.is_up(node) {
+            return false;
+        }
+        self.conns.insert(
+            conn,
+            Conn {
+                node,
+                frames: FrameDecoder::default(),
+                next_slot: 0,
+                slots: VecDeque::new(),
+            },
+        );
+        true
+    }
+
+    /// The client closed a connection (or it broke).
+    pub fn closed(&mut self, conn: ConnKey) {
+        self.conns.remove(&conn);
+    }
+
+    /// Bytes from the client on a connection.
+    pub fn receive(&mut self, conn: ConnKey, data: &[u8], now: SimTime) {
+        self.now = self.now.max(now);
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.frames.extend(data);
+        loop {
+            let Some(c) = self.conns.get_mut(&conn) else {
+                return;
+            };
+            let frame = match c.frames.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(_) => return self.close(conn),
+            };
+            let Ok((header, body)) = decode_request(&frame) else {
+                return self.close(conn); // as Kafka does with a malformed request
+            };
+            let node = c.node;
+            let slot = (conn, c.next_slot);
+            c.next_slot += 1;
+            c.slots.push_back((slot.1, header.correlation_id, None));
+            match self.dispatch(node, slot, &header, &body) {
+                Answer::Now(body) => self.fill(slot, header.api_version, header.api_key, &body),
+                Answer::At(body, v) => self.fill(slot, v, header.api_key, &body),
+                Answer::Later => {}
+                Answer::None => {
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.slots.retain(|s| s.0 != slot.1);
+                    }
+                    self.flush(conn);
+                }
+            }
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        node: i32,
+        slot: Slot,
+        header: &RequestHeader,
+        body: &RequestBody,
+    ) -> Answer {
+        let v = header.api_version;
+        let now = self.now;
+        let coordinator = self.coordinator_node == Some(node);
+        match body {
+            RequestBody::ApiVersions(_) => self.api_versions(node, v),
+            RequestBody::Metadata(r) => Answer::Now(self.metadata(r)),
+            RequestBody::InitProducerId(_) => {
+                self.next_producer_id += 1;
+                Answer::Now(handlers::init_producer_id(self.next_producer_id))
+            }
+            RequestBody::Produce(r) => self.produce(node, slot, v, r),
+            RequestBody::Fetch(r) => self.fetch(node, slot, v, r, false),
+            RequestBody::ListOffsets(r) => Answer::Now(self.list_offsets(node, r)),
+            RequestBody::OffsetForLeaderEpoch(r) => Answer::Now(self.epoch_ends(node, r)),
+            RequestBody::FindCoordinator(r) => Answer::Now(self.find_coordinator(r)),
+            _ if !coordinator && handlers::is_group_api(body) => {
+                Answer::Now(handlers::not_coordinator(body))
+            }
+            RequestBody::JoinGroup(r) => self.coordinator.join(slot, v, r, now).into(),
+            RequestBody::SyncGroup(r) => self.coordinator.sync(slot, v, r, now).into(),
+            RequestBody::Heartbeat(r) => Answer::Now(self.coordinator.heartbeat(r, now)),
+            RequestBody::LeaveGroup(r) => Answer::Now(self.coordinator.leave(r, now)),
+            RequestBody::OffsetCommit(r) => Answer::Now(self.coordinator.commit(r, now)),
+            RequestBody::OffsetFetch(r) => Answer::Now(self.coordinator.fetch_offsets(r)),
+            _ => {
+                self.close(slot.0);
+                Answer::None
+            }
+        }
+    }
+
+    fn api_versions(&self, node: i32, version: i16) -> Answer {
+        let table: Vec<(i16, i16, i16)> =
+            self.cfg.versions.get(&node).cloned().unwrap_or_else(|| {
+                ApiKey::ALL
+                    .iter()
+                    .map(|k| (k.key(), k.min_version(), k.max_version()))
+                    .collect()
+            });
+        let api_keys = table
+            .iter()
+            .map(|&(api_key, min_version, max_version)| ApiVersion {
+                api_key,
+                min_version,
+                max_version,
+                ..Default::default()
+            })
+            .collect();
+        let max = ApiKey::ApiVersions.max_version();
+        if version > max {
+            let resp = ApiVersionsResponse {
+                error_code: 35,
+                api_keys,
+                ..Default::default()
+            };
+            return Answer::At(ResponseBody::ApiVersions(resp), 0);
+        }
+        Answer::Now(ResponseBody::ApiVersions(ApiVersionsResponse {
+            api_keys,
+            ..Default::default()
+        }))
+    }
+
+    /// Encodes an answer into its slot and writes out what is ready in order.
+    fn fill(&mut self, slot: Slot, version: i16, api_key: i16, body: &ResponseBody) {
+        let Some(c) = self.conns.get_mut(&slot.0) else {
+            return;
+        };
+        let Some(key) = ApiKey::from_i16(api_key) else {
+            return;
+        };
+        let Some(s) = c.slots.iter_mut().find(|s| s.0 == slot.1) else {
+            return;
+        };
+        let mut buf = BytesMut::new();
+        encode_response(&mut buf, key, version, s.1, body)
+            .expect("the simulated cluster answers at the request's version");
+        s.2 = Some(buf.freeze());
+        self.flush(slot.0);
+    }
+
+    fn flush(&mut self, conn: ConnKey) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let mut out = BytesMut::new();
+        while c.slots.front().is_some_and(|s| s.2.is_some()) {
+            let (_, _, bytes) = c.slots.pop_front().expect("checked");
+            out.extend_from_slice(&bytes.expect("checked"));
+        }
+        if !out.is_empty() {
+            self.out.push_back((conn, BrokerWrite::Bytes(out.freeze())));
+        }
+    }
+
+    fn close(&mut self, conn: ConnKey) {
+        if self.conns.remove(&conn).is_some() {
+            self.out.push_back((conn, BrokerWrite::Close));
+        }
+    }
+
+    /// What the brokers wrote: (connection, bytes or close).
+    pub fn poll_transmit(&mut self) -> Option<(ConnKey, BrokerWrite)> {
+        self.out.pop_front()
+    }
+
+    /// Moves the cluster's clock: replication, the ISR, acks=all answers, long polls, group
+    /// sessions and join deadlines.
+    pub fn advance(&mut self, now: SimTime) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        if now >= self.next_tick {
+            self.replicate();
+            self.next_tick = now + self.cfg.replication_interval;
+        }
+        self.answer_pending();
+        let due: Vec<_> = {
+            let (due, rest) = std::mem::take(&mut self.parked)
+                .into_iter()
+                .partition(|p| p.0 <= now);
+            self.parked = rest;
+            due
+        };
+        for (_, slot, v, node, req) in due {
+            if let RequestBody::Fetch(r) = &req {
+                if let Answer::Now(body) = self.fetch(node, slot, v, r, true) {
+                    self.fill(slot, v, ApiKey::Fetch.key(), &body);
+                }
+            }
+        }
+        self.coordinator.advance(now);
+        while let Some((slot, v, body)) = self.coordinator.poll_ready() {
+            let key = match body {
+                ResponseBody::JoinGroup(_) => ApiKey::JoinGroup,
+                _ => ApiKey::SyncGroup,
+            };
+            self.fill(slot, v, key.key(), &body);
+        }
+    }
+
+    /// When [`SimCluster::advance`] has work next.
+    pub fn next_due(&self) -> Option<SimTime> {
+        let up = |n: i32| self.up.contains(&n);
+        let lagging = self
+            .topics
+            .values()
+            .flat_map(|t| &t.1)
+            .any(|p| p.lagging(&up));
+        let tick = (lagging || !self.pending.is_empty()).then_some(self.next_tick.max(self.now));
+        let pending = self.pending.iter().map(|p| p.deadline);
+        let parked = self.parked.iter().map(|p| p.0);
+        tick.into_iter()
+            .chain(pending)
+            .chain(parked)
+            .chain(self.coordinator.next_due())
+            .min()
+    }
+
+    fn replicate(&mut self) {
+        let up = self.up.clone();
+        let up = |n: i32| up.contains(&n);
+        let (lag, now) = (self.cfg.replica_lag, self.now);
+        for (_, parts) in self.topics.values_mut() {
+            for p in parts.iter_mut() {
+                let before = p.truncated;
+                p.replicate(&up, lag, now);
+                self.stats.truncated_records += p.truncated - before;
+            }
+        }
+    }
+
+    fn pick(&mut self) -> usize {
+        // A small LCG: elections vary with the seed, and replay exactly.
+        self.picks = self
+            .picks
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.picks >> 33) as usize
+    }
+
+    // --- faults ---
+
+    /// A broker crashes: its connections break, its partitions elect new leaders among the
+    /// in-sync replicas left, and the coordinator moves if it was there. Its log survives.
+    pub fn crash(&mut self, node: i32) {
+        if !self.up.remove(&node) {
+            return;
+        }
+        self.stats.crashes += 1;
+        let dead: Vec<ConnKey> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.node == node)
+            .map(|(k, _)| *k)
+            .collect();
+        for c in dead {
+            self.close(c);
+        }
+        self.pending.retain(|p| p.node != node);
+        self.parked.retain(|p| p.3 != node);
+        self.reelect(|p| p.leader == Some(node), None);
+        if self.coordinator_node == Some(node) {
+            self.move_coordinator();
+        }
+    }
+
+    /// A crashed broker comes back, as a follower that catches up (truncating what diverged).
+    pub fn restart(&mut self, node: i32) {
+        if node < 1 || node > self.cfg.brokers || !self.up.insert(node) {
+            return;
+        }
+        let up = self.up.clone();
+        for (_, parts) in self.topics.values_mut() {
+            for p in parts.iter_mut() {
+                let had = p.leader.is_some();
+                p.revive(&|n| up.contains(&n));
+                if !had && p.leader.is_some() {
+                    self.stats.elections += 1;
+                }
+            }
+        }
+        if self.coordinator_node.is_none() {
+            self.coordinator_node = Some(node);
+            self.stats.coordinator_moves += 1;
+        }
+    }
+
+    /// Moves a partition's leadership to another in-sync replica (a preferred-leader election).
+    pub fn move_leader(&mut self, topic: &str, partition: i32) {
+        let old = self.leader(topic, partition);
+        self.reelect(
+            |p| p.leader.is_some() && p.leader == old,
+            Some((topic.to_owned(), partition)),
+        );
+    }
+
+    fn reelect(&mut self, which: impl Fn(&Partition) -> bool, only: Option<(String, i32)>) {
+        let up = self.up.clone();
+        let mut picks = Vec::new();
+        for _ in 0..64 {
+            picks.push(self.pick());
+        }
+        let mut i = 0;
+        for (name, (_, parts)) in self.topics.iter_mut() {
+            for (n, p) in parts.iter_mut().enumerate() {
+                if only
+                    .as_ref()
+                    .is_some_and(|(t, q)| t != name || *q != n as i32)
+                    || !which(p)
+                {
+                    continue;
+                }
+                let epoch = p.epoch;
+                p.elect(&|x| up.contains(&x), None, picks[i % picks.len()]);
+                i += 1;
+                if p.epoch != epoch {
+                    self.stats.elections += 1;
+                }
+            }
+        }
+    }
+
+    /// Moves the group coordinator to another broker that is up: waiting joins and syncs are
+    /// dropped with the old one's connections, and members find the new one.
+    pub fn move_coordinator(&mut self) {
+        let old = self.coordinator_node;
+        let others: Vec<i32> = self
+            .up
+            .iter()
+            .copied()
+            .filter(|n| Some(*n) != old)
+            .collect();
+        let new = if others.is_empty() {
+            old.filter(|o| self.up.contains(o))
+        } else {
+            Some(others[self.pick() % others.len()])
+        };
+        if new != old {
+            self.coordinator_node = new;
+            self.stats.coordinator_moves += 1;
+            self.coordinator.failover();
+            if let Some(o) = old {
+                // The old coordinator's pending answers are gone: so are its connections.
+                let dead: Vec<ConnKey> = self
+                    .conns
+                    .iter()
+                    .filter(|(_, c)| c.node == o)
+                    .map(|(k, _)| *k)
+                    .collect();
+                for c in dead {
+                    self.close(c);
+                }
+            }
+        }
+    }
+
+    // --- inspection ---
+
+    /// A partition's leader, if it has one.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
+        self.partition(topic, partition)?.leader
+    }
+
+    /// The brokers that are up.
+    pub fn up_brokers(&self) -> Vec<i32> {
+        self.up.iter().copied().collect()
+    }
+
+    /// The committed records of a partition (the leader's log below the high watermark):
+    /// (offset, value) in offset order.
+    pub fn committed_records(&self, topic: &str, partition: i32) -> Vec<(i64, Option<Bytes>)> {
+        let Some(p) = self.partition(topic, partition) else {
+            return Vec::new();
+        };
+        let Some(log) = p
+            .leader_log()
+            .or_else(|| p.replicas.values().max_by_key(|r| r.leo()))
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for b in &log.batches {
+            if b.last >= p.hw {
+                break;
+            }
+            for batch in RecordBatches::new(b.bytes.clone()).flatten() {
+                if let Ok(records) = batch.records() {
+                    out.extend(records.flatten().map(|r| (r.offset, r.value)));
+                }
+            }
+        }
+        out
+    }
+
+    /// A group's committed (offset, leader epoch) for a partition.
+    pub fn committed_offset(&self, group: &str, topic: &str, partition: i32) -> Option<(i64, i32)> {
+        self.coordinator.committed(group, topic, partition)
+    }
+
+    /// Every assignment the coordinator handed out: (group, generation, member, assignment
+    /// bytes in the ConsumerProtocol format).
+    pub fn assignments(&self) -> &[(String, i32, String, Bytes)] {
+        &self.coordinator.handed
+    }
+
+    /// What happened so far.
+    pub fn stats(&self) -> ClusterStats {
+        self.stats.clone()
+    }
+
+    pub(crate) fn partition(&self, topic: &str, partition: i32) -> Option<&Partition> {
+        self.topics
+            .get(topic)?
+            .1
+            .get(usize::try_from(partition).ok()?)
+    }
+}
+
+/// How a request is answered.
+pub(crate) enum Answer {
+    /// Now, at the request's version.
+    Now(ResponseBody),
+    /// Now, at this version.
+    At(ResponseBody, i16),
+    /// Later, through its slot.
+    Later,
+    /// Never (acks=0, or the connection was closed).
+    None,
+}
+
+impl From<Option<ResponseBody>> for Answer {
+    fn from(b: Option<ResponseBody>) -> Self {
+        match b {
+            Some(b) => Answer::Now(b),
+            None => Answer::Later,
+        }
+    }
+}

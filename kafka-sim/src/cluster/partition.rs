@@ -1,0 +1,263 @@
+//! One replicated partition: a log per replica, the leader and its epoch, the ISR and the high
+//! watermark, idempotent-producer checks, and what an election or a follower's catch-up does
+//! to the logs (truncation to the leader's, so acks=1 writes past the high watermark can be
+//! lost exactly as in Kafka, and acks=all writes cannot).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::{Bytes, BytesMut};
+use kafka_proto::record::RecordBatch;
+
+use super::SimTime;
+
+/// A stored batch.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Batch {
+    pub base: i64,
+    /// The last offset (inclusive).
+    pub last: i64,
+    /// The leader epoch it was written in.
+    pub epoch: i32,
+    pub pid: i64,
+    pub producer_epoch: i16,
+    pub first_seq: i32,
+    pub count: i32,
+    /// The batch as stored (base offset and leader epoch stamped).
+    pub bytes: Bytes,
+}
+
+/// One replica's log.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Replica {
+    pub batches: Vec<Batch>,
+    /// When it last had everything the leader has.
+    pub caught_up: SimTime,
+}
+
+impl Replica {
+    pub(crate) fn leo(&self) -> i64 {
+        self.batches.last().map_or(0, |b| b.last + 1)
+    }
+}
+
+/// Why an append was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AppendError {
+    Corrupt,
+    OutOfOrder,
+    UnknownProducer,
+}
+
+impl AppendError {
+    pub(crate) fn code(self) -> i16 {
+        match self {
+            AppendError::Corrupt => 2,
+            AppendError::OutOfOrder => 45,
+            AppendError::UnknownProducer => 59,
+        }
+    }
+}
+
+/// A partition of the simulated cluster.
+#[derive(Debug, Clone)]
+pub(crate) struct Partition {
+    pub leader: Option<i32>,
+    pub epoch: i32,
+    pub replicas: BTreeMap<i32, Replica>,
+    pub isr: BTreeSet<i32>,
+    pub hw: i64,
+    /// Records cut from logs by truncation after being acknowledged with acks=1 (or never
+    /// acknowledged): how many, for the fault counters.
+    pub truncated: u64,
+}
+
+impl Partition {
+    pub(crate) fn new(replicas: &[i32]) -> Self {
+        Partition {
+            leader: replicas.first().copied(),
+            epoch: 0,
+            replicas: replicas.iter().map(|n| (*n, Replica::default())).collect(),
+            isr: replicas.iter().copied().collect(),
+            hw: 0,
+            truncated: 0,
+        }
+    }
+
+    pub(crate) fn leader_log(&self) -> Option<&Replica> {
+        self.replicas.get(&self.leader?)
+    }
+
+    /// Appends a produced batch on the leader; returns its base offset (the original one for
+    /// a duplicate of one of a producer's last five batches).
+    pub(crate) fn append(&mut self, batch: &RecordBatch, dedup: bool) -> Result<i64, AppendError> {
+        let leader = self.leader.expect("append on a leader");
+        let log = self
+            .replicas
+            .get_mut(&leader)
+            .expect("the leader has a replica");
+        let count = batch.last_offset_delta + 1;
+        if batch.producer_id >= 0 && dedup {
+            let mine: Vec<&Batch> = log
+                .batches
+                .iter()
+                .filter(|b| b.pid == batch.producer_id && b.producer_epoch == batch.producer_epoch)
+                .collect();
+            if let Some(dup) = mine
+                .iter()
+                .rev()
+                .take(5)
+                .find(|b| b.first_seq == batch.base_sequence && b.count == count)
+            {
+                return Ok(dup.base);
+            }
+            match mine.last() {
+                Some(last) if batch.base_sequence != last.first_seq.wrapping_add(last.count) => {
+                    return Err(AppendError::OutOfOrder)
+                }
+                None if batch.base_sequence != 0 => return Err(AppendError::UnknownProducer),
+                _ => {}
+            }
+        }
+        let base = log.leo();
+        let mut stored = BytesMut::from(&batch.as_bytes()[..]);
+        if stored.len() < 16 {
+            return Err(AppendError::Corrupt);
+        }
+        // Base offset and leader epoch sit before the crc's range.
+        stored[0..8].copy_from_slice(&base.to_be_bytes());
+        stored[12..16].copy_from_slice(&self.epoch.to_be_bytes());
+        log.batches.push(Batch {
+            base,
+            last: base + i64::from(count) - 1,
+            epoch: self.epoch,
+            pid: batch.producer_id,
+            producer_epoch: batch.producer_epoch,
+            first_seq: batch.base_sequence,
+            count,
+            bytes: stored.freeze(),
+        });
+        Ok(base)
+    }
+
+    /// Followers that are `up` copy the leader's log (truncating what diverges first); the
+    /// ISR grows with replicas caught up and shrinks by those lagging over `lag`; the high
+    /// watermark follows the ISR.
+    pub(crate) fn replicate(&mut self, up: &dyn Fn(i32) -> bool, lag: SimTime, now: SimTime) {
+        let Some(leader) = self.leader else { return };
+        let source = self.replicas[&leader].batches.clone();
+        let leo = self.replicas[&leader].leo();
+        self.replicas.get_mut(&leader).expect("leader").caught_up = now;
+        for (node, r) in self.replicas.iter_mut() {
+            if *node == leader || !up(*node) {
+                continue;
+            }
+            let common = r
+                .batches
+                .iter()
+                .zip(&source)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let cut: i64 = r.batches[common..].iter().map(|b| i64::from(b.count)).sum();
+            self.truncated += cut as u64;
+            r.batches.truncate(common);
+            r.batches.extend_from_slice(&source[common..]);
+            r.caught_up = now;
+        }
+        for (node, r) in &self.replicas {
+            if r.leo() == leo && r.caught_up == now {
+                self.isr.insert(*node);
+            } else if now.saturating_sub(r.caught_up) > lag {
+                self.isr.remove(node);
+            }
+        }
+        let hw = self
+            .isr
+            .iter()
+            .map(|n| self.replicas[n].leo())
+            .min()
+            .unwrap_or(0);
+        self.hw = self.hw.max(hw).min(leo);
+    }
+
+    /// Whether some follower that is up lacks part of the leader's log.
+    pub(crate) fn lagging(&self, up: &dyn Fn(i32) -> bool) -> bool {
+        let Some(leader) = self.leader else {
+            return false;
+        };
+        let leo = self.replicas[&leader].leo();
+        self.replicas
+            .iter()
+            .any(|(n, r)| *n != leader && up(*n) && (r.leo() != leo || !self.isr.contains(n)))
+    }
+
+    /// Elects a leader among the in-sync replicas that are up (`prefer` first, if it
+    /// qualifies), or none: unclean election is off. A new epoch either way.
+    pub(crate) fn elect(&mut self, up: &dyn Fn(i32) -> bool, prefer: Option<i32>, pick: usize) {
+        let old = self.leader;
+        let candidates: Vec<i32> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|n| up(*n) && Some(*n) != old)
+            .collect();
+        let new = match prefer {
+            Some(p) if candidates.contains(&p) => Some(p),
+            _ if candidates.is_empty() => None,
+            _ => Some(candidates[pick % candidates.len()]),
+        };
+        if new.is_none() && old.is_some_and(up) {
+            return; // nobody else can lead: keep the current leader
+        }
+        if let Some(o) = old {
+            // The last in-sync replica stays in the ISR even when it is down (as in Kafka):
+            // without unclean election, only it may lead again.
+            if !up(o) && self.isr.len() > 1 {
+                self.isr.remove(&o);
+            }
+        }
+        self.leader = new;
+        self.epoch += 1;
+        if let Some(n) = new {
+            // The new leader's log is the truth: its high watermark is at least the old one
+            // (every in-sync replica holds everything below it).
+            let leo = self.replicas[&n].leo();
+            self.hw = self.hw.min(leo);
+        }
+    }
+
+    /// A partition without a leader gets one when an in-sync replica comes back.
+    pub(crate) fn revive(&mut self, up: &dyn Fn(i32) -> bool) {
+        if self.leader.is_none() {
+            if let Some(n) = self.isr.iter().copied().find(|n| up(*n)) {
+                self.leader = Some(n);
+                self.epoch += 1;
+                let leo = self.replicas[&n].leo();
+                self.hw = self.hw.min(leo);
+            }
+        }
+    }
+
+    /// The end offset of `epoch` in the leader's log (OffsetForLeaderEpoch), with the epoch
+    /// found: the start of the first later epoch, or the log end.
+    pub(crate) fn epoch_end(&self, epoch: i32) -> (i32, i64) {
+        let Some(log) = self.leader_log() else {
+            return (-1, -1);
+        };
+        if epoch > self.epoch {
+            return (-1, -1);
+        }
+        let found = log
+            .batches
+            .iter()
+            .filter(|b| b.epoch <= epoch)
+            .map(|b| b.epoch)
+            .max()
+            .unwrap_or(-1);
+        let end = log
+            .batches
+            .iter()
+            .find(|b| b.epoch > epoch)
+            .map_or(log.leo(), |b| b.base);
+        (found, end)
+    }
+}

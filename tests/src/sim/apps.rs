@@ -1,0 +1,367 @@
+//! The simulation's applications: a producer that sends numbered records at random intervals
+//! (holding a record while memory is full, as an adapter does), and a consumer-group member
+//! that takes records, holds them until its next poll, and acknowledges revocations. Both
+//! record what they saw in a shared [`Ledger`] for the invariants.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use kafka_core::fetcher::FetchEvent;
+use kafka_core::producer::{Outcome, ProducerEvent, ProducerRecord, SendError};
+use kafka_core::{ConsumerConfig, Fetcher, Instant, Producer, ProducerConfig};
+
+use super::check::Failure;
+
+/// Everything the applications saw.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// Per producer: record number -> (value, outcome once known).
+    pub sent: BTreeMap<usize, BTreeMap<u64, (String, Option<Outcome>)>>,
+    /// Per partition: offsets handed to some consumer.
+    pub handed: BTreeMap<i32, BTreeSet<i64>>,
+    /// Records handed to consumers.
+    pub consumed: u64,
+}
+
+/// A small seeded generator for the applications' own choices.
+#[derive(Debug, Clone)]
+pub struct Dice(u64);
+
+impl Dice {
+    /// Seeded.
+    pub fn new(seed: u64) -> Self {
+        Dice(seed ^ 0x005e_ed0f_a995)
+    }
+
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// The bootstrap list of the simulated cluster.
+pub fn bootstrap(brokers: i32) -> String {
+    (1..=brokers)
+        .map(|n| format!("broker-{n}:9092"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A producer application.
+pub struct ProducerApp {
+    /// The core producer.
+    pub producer: Producer,
+    id: usize,
+    dice: Dice,
+    next_send: Option<Instant>,
+    stop_at: Instant,
+    n: u64,
+    held: Option<(ProducerRecord, u64)>,
+    tokens: BTreeMap<u64, (u64, usize)>,
+    /// Bytes of records sent and not resolved, counted here (not by the pool).
+    unresolved: usize,
+    buffer_memory: usize,
+    ledger: Rc<RefCell<Ledger>>,
+}
+
+impl ProducerApp {
+    /// A producer with these settings (on top of the simulation's), sending until `stop_at`.
+    pub fn new(
+        id: usize,
+        settings: &[(&str, &str)],
+        seed: u64,
+        stop_at: Instant,
+        ledger: Rc<RefCell<Ledger>>,
+    ) -> Self {
+        let seed_s = seed.to_string();
+        let mut map = vec![
+            ("bootstrap.servers".to_string(), bootstrap(3)),
+            ("linger.ms".into(), "5".into()),
+            ("batch.size".into(), "4096".into()),
+            ("buffer.memory".into(), "32768".into()),
+            ("delivery.timeout.ms".into(), "15000".into()),
+            ("request.timeout.ms".into(), "3000".into()),
+            ("retry.backoff.ms".into(), "50".into()),
+            ("reconnect.backoff.ms".into(), "20".into()),
+            ("reconnect.backoff.max.ms".into(), "500".into()),
+            ("metadata.max.age.ms".into(), "5000".into()),
+            ("random.seed".into(), seed_s),
+        ];
+        for (k, v) in settings {
+            map.push((k.to_string(), v.to_string()));
+        }
+        let cfg = ProducerConfig::from_map(map).expect("valid simulation settings");
+        let buffer_memory = cfg.buffer_memory as usize;
+        ledger.borrow_mut().sent.entry(id).or_default();
+        ProducerApp {
+            producer: Producer::new(cfg),
+            id,
+            dice: Dice::new(seed ^ id as u64),
+            next_send: Some(Instant::from_millis(10)),
+            stop_at,
+            n: 0,
+            held: None,
+            tokens: BTreeMap::new(),
+            unresolved: 0,
+            buffer_memory,
+            ledger,
+        }
+    }
+
+    /// When it needs a tick.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let send = self.next_send.filter(|_| self.held.is_none());
+        [self.producer.poll_timeout(), send]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Time passed: the producer's timers, then maybe a record.
+    pub fn tick(&mut self, now: Instant) -> Result<(), Failure> {
+        if self.producer.poll_timeout().is_some_and(|t| t <= now) {
+            self.producer.handle_timeout(now);
+        }
+        if self.held.is_some() || self.next_send.is_none_or(|t| t > now) {
+            return Ok(());
+        }
+        if now >= self.stop_at {
+            self.next_send = None;
+            self.producer.flush(now);
+            return Ok(());
+        }
+        let n = self.n;
+        self.n += 1;
+        let value = format!("p{}-{n:06}-{}", self.id, "x".repeat(40));
+        self.ledger
+            .borrow_mut()
+            .sent
+            .get_mut(&self.id)
+            .expect("made in new")
+            .insert(n, (value.clone(), None));
+        self.next_send = Some(now + Duration::from_micros(200 + self.dice.below(3000)));
+        self.send(ProducerRecord::new("t", value, 1_700_000_000_000), n, now)
+    }
+
+    fn send(&mut self, record: ProducerRecord, n: u64, now: Instant) -> Result<(), Failure> {
+        let size = record.value.as_ref().map_or(0, |v| v.len());
+        match self.producer.send_or_return(record, now) {
+            Ok(token) => {
+                self.tokens.insert(token.0, (n, size));
+                self.unresolved += size;
+                if self.unresolved > self.buffer_memory {
+                    return Err(Failure::new(format!(
+                        "producer {}: {} B of records unresolved, above buffer.memory {}",
+                        self.id, self.unresolved, self.buffer_memory
+                    )));
+                }
+                Ok(())
+            }
+            Err((SendError::BufferFull, record)) => {
+                self.held = Some((record, n));
+                Ok(())
+            }
+            Err((e, _)) => Err(Failure::new(format!(
+                "producer {}: send refused: {e}",
+                self.id
+            ))),
+        }
+    }
+
+    /// A producer event.
+    pub fn on_event(&mut self, e: ProducerEvent, now: Instant) -> Result<(), Failure> {
+        match e {
+            ProducerEvent::Outcome(token, outcome) => {
+                let Some((n, size)) = self.tokens.remove(&token.0) else {
+                    return Err(Failure::new(format!(
+                        "producer {}: token {} resolved twice (or never issued): {outcome:?}",
+                        self.id, token.0
+                    )));
+                };
+                self.unresolved -= size;
+                let mut ledger = self.ledger.borrow_mut();
+                let entry = ledger
+                    .sent
+                    .get_mut(&self.id)
+                    .and_then(|s| s.get_mut(&n))
+                    .expect("recorded at send");
+                entry.1 = Some(outcome);
+            }
+            ProducerEvent::MemoryAvailable => {
+                if let Some((record, n)) = self.held.take() {
+                    self.send(record, n, now)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Whether every record sent has its outcome (and nothing waits to be sent).
+    pub fn settled(&self) -> bool {
+        self.next_send.is_none() && self.held.is_none() && self.tokens.is_empty()
+    }
+}
+
+/// A consumer-group member.
+pub struct ConsumerApp {
+    /// The core consumer.
+    pub fetcher: Fetcher,
+    id: usize,
+    next_poll: Instant,
+    held: usize,
+    limit: usize,
+    /// It asked to leave, and has left.
+    pub leaving: bool,
+    /// It left.
+    pub left: bool,
+    ledger: Rc<RefCell<Ledger>>,
+}
+
+/// `queued.max.messages.kbytes` in the simulation: small, so the budget is exercised.
+pub const PREFETCH_KB: usize = 24;
+
+impl ConsumerApp {
+    /// A member of group "g" subscribed to "t".
+    pub fn new(id: usize, seed: u64, now: Instant, ledger: Rc<RefCell<Ledger>>) -> Self {
+        let seed_s = seed.wrapping_add(id as u64).to_string();
+        let kb = PREFETCH_KB.to_string();
+        let cfg = ConsumerConfig::from_map([
+            ("bootstrap.servers", bootstrap(3).as_str()),
+            ("group.id", "g"),
+            ("session.timeout.ms", "2000"),
+            ("heartbeat.interval.ms", "300"),
+            ("max.poll.interval.ms", "4000"),
+            ("auto.offset.reset", "earliest"),
+            ("auto.commit.interval.ms", "300"),
+            ("fetch.max.wait.ms", "100"),
+            ("request.timeout.ms", "3000"),
+            ("retry.backoff.ms", "50"),
+            ("reconnect.backoff.ms", "20"),
+            ("reconnect.backoff.max.ms", "500"),
+            ("metadata.max.age.ms", "5000"),
+            ("queued.max.messages.kbytes", kb.as_str()),
+            ("random.seed", seed_s.as_str()),
+        ])
+        .expect("valid simulation settings");
+        let mut fetcher = Fetcher::new(cfg);
+        fetcher.subscribe(vec!["t".into()], now);
+        ConsumerApp {
+            fetcher,
+            id,
+            next_poll: now,
+            held: 0,
+            // The budget, plus the one batch a fetch may bring past it (KIP-74): batches are
+            // at most the producers' batch.size plus overhead.
+            limit: PREFETCH_KB * 1024 + 4096 + 1024,
+            leaving: false,
+            left: false,
+            ledger,
+        }
+    }
+
+    /// When it needs a tick.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let poll = (!self.leaving).then_some(self.next_poll);
+        [self.fetcher.poll_timeout(), poll]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Time passed: the consumer's timers, and the application's poll every 50 ms (it gives
+    /// back what it held, and asks for more).
+    pub fn tick(&mut self, now: Instant) {
+        if self.fetcher.poll_timeout().is_some_and(|t| t <= now) {
+            self.fetcher.handle_timeout(now);
+        }
+        if !self.leaving && self.next_poll <= now {
+            self.fetcher.release(std::mem::take(&mut self.held), now);
+            self.fetcher.polled(now);
+            self.next_poll = now + Duration::from_millis(50);
+        }
+    }
+
+    /// Leaves the group.
+    pub fn leave(&mut self, now: Instant) {
+        self.leaving = true;
+        self.fetcher.leave(now);
+    }
+
+    /// A consumer event.
+    pub fn on_event(&mut self, e: FetchEvent, now: Instant) -> Result<(), Failure> {
+        match e {
+            FetchEvent::Records {
+                topic,
+                partition,
+                records,
+                leader_epoch,
+                bytes,
+                ..
+            } => {
+                let mut ledger = self.ledger.borrow_mut();
+                let handed = ledger.handed.entry(partition).or_default();
+                for r in &records {
+                    handed.insert(r.offset);
+                }
+                ledger.consumed += records.len() as u64;
+                if let Some(last) = records.last() {
+                    self.fetcher
+                        .consumed(&topic, partition, last.offset + 1, leader_epoch);
+                }
+                self.held += bytes;
+                if self.held > self.limit {
+                    return Err(Failure::new(format!(
+                        "consumer {}: {} B of fetched records held, above the budget plus one batch ({})",
+                        self.id, self.held, self.limit
+                    )));
+                }
+            }
+            FetchEvent::Revoking(_) => self.fetcher.ack_revocation(now),
+            FetchEvent::Left => self.left = true,
+            FetchEvent::GroupFailed(e) => {
+                return Err(Failure::new(format!(
+                    "consumer {}: group failed: {e}",
+                    self.id
+                )))
+            }
+            FetchEvent::Error {
+                topic,
+                partition,
+                error,
+            } => {
+                return Err(Failure::new(format!(
+                    "consumer {}: {topic}-{partition}: {error}",
+                    self.id
+                )))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// A one-line description of a consumer event for the trace (records by their offsets).
+pub fn short(e: &FetchEvent) -> String {
+    match e {
+        FetchEvent::Records {
+            partition, records, ..
+        } => format!(
+            "records p{partition} {:?}..{:?}",
+            records.first().map(|r| r.offset),
+            records.last().map(|r| r.offset)
+        ),
+        other => format!("{other:?}"),
+    }
+}

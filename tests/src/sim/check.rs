@@ -1,0 +1,415 @@
+//! One simulated run and its invariants: the workload (an idempotent acks=all producer, a
+//! plain acks=1 producer, a consumer group whose members come and go), the faults, and the
+//! checks — every record resolved once; with idempotence and acks=all nothing acknowledged
+//! lost, nothing duplicated, order kept; no partition with two owners in one generation;
+//! committed offsets never backwards and only past records handed out; memory bounded; time
+//! moving on.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use kafka_core::group::payload::decode_assignment;
+use kafka_core::producer::{Certainty, Outcome};
+use kafka_core::Instant;
+use kafka_sim::ClusterConfig;
+
+use super::apps::{ConsumerApp, Ledger, ProducerApp};
+use super::faults::{Fault, Faults};
+use super::{sim_time, Client, Options, Report, World};
+
+/// A broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// What broke.
+    pub message: String,
+    /// The run's trace, when it was kept.
+    pub trace: Vec<String>,
+}
+
+impl Failure {
+    /// A failure saying `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Failure {
+            message: message.into(),
+            trace: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+const PARTITIONS: i32 = 3;
+/// Producers send until then; faults stop then too.
+const STOP_SENDING: Duration = Duration::from_secs(6);
+const FAULTS_END: Duration = Duration::from_secs(7);
+/// The run must have settled by then.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs one seed; every invariant is checked, the first broken one returned.
+pub fn run(opts: &Options) -> Result<Report, Failure> {
+    let mut w = World::new(
+        ClusterConfig {
+            dedup: !opts.injected_bug,
+            ..ClusterConfig::default()
+        },
+        opts.seed,
+    );
+    w.trace(opts.trace);
+    let result = drive(&mut w, opts);
+    let (trace, hash) = w.take_trace();
+    match result {
+        Ok(mut r) => {
+            r.trace_hash = hash;
+            r.trace = trace;
+            Ok(r)
+        }
+        Err(mut f) => {
+            f.trace = trace;
+            Err(f)
+        }
+    }
+}
+
+fn at(d: Duration) -> Instant {
+    Instant::from_nanos(d.as_nanos() as u64)
+}
+
+fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
+    let seed = opts.seed;
+    let ledger = Rc::new(RefCell::new(Ledger::default()));
+    let stop = at(STOP_SENDING);
+    // Client 0: idempotent, acks=all (the defaults). Client 1: acks=1, no idempotence.
+    w.add(Client::Producer(Box::new(ProducerApp::new(
+        0,
+        &[],
+        seed,
+        stop,
+        ledger.clone(),
+    ))));
+    w.add(Client::Producer(Box::new(ProducerApp::new(
+        1,
+        &[("acks", "1"), ("enable.idempotence", "false")],
+        seed ^ 1,
+        stop,
+        ledger.clone(),
+    ))));
+    let mut members: Vec<usize> = Vec::new();
+    for _ in 0..2 {
+        let id = w.clients.len();
+        let app = ConsumerApp::new(id, seed, w.now, ledger.clone());
+        members.push(w.add(Client::Consumer(Box::new(app))));
+    }
+    let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END));
+    let mut report = Report::default();
+    let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut same_time = 0u32;
+    let mut next_settle_check = Instant::from_millis(100);
+    loop {
+        let Some(next) = w.next_due(faults.next_at()) else {
+            return Err(Failure::new(
+                "nothing left to do, and the run has not settled",
+            ));
+        };
+        if next > at(LIMIT) {
+            if std::env::var("SIM_DUMP").is_ok() {
+                for c in w.clients.iter().flatten() {
+                    if let Client::Consumer(c) = c {
+                        eprintln!("{:#?}", c.fetcher);
+                    }
+                }
+            }
+            return Err(Failure::new(format!(
+                "not settled after {LIMIT:?} of virtual time: {}",
+                unsettled(w, &ledger)
+            )));
+        }
+        // Time always moves on: a deadline in the past, again and again, is a live-lock.
+        if next <= w.now {
+            same_time += 1;
+            if same_time > 10_000 {
+                return Err(Failure::new(format!("live-lock at {:?}", w.now)));
+            }
+        } else {
+            same_time = 0;
+        }
+        w.step_to(next)?;
+        let now = w.now;
+        let mut due = faults.due(now);
+        if now >= at(FAULTS_END) && opts.faults {
+            due.extend(faults.recover_all());
+        }
+        for f in due {
+            apply(w, f, &mut members, &mut report, seed, &ledger)?;
+        }
+        check_commits(w, &ledger, &mut committed)?;
+        if now >= next_settle_check {
+            next_settle_check = now + Duration::from_millis(100);
+            if now >= at(FAULTS_END) && settled(w, &ledger) {
+                break;
+            }
+        }
+    }
+    check_final(w, &ledger, &mut report)?;
+    let net = w.net.stats();
+    report.faults.connect_refused = net.refused;
+    report.faults.conn_reset_mid_stream = net.resets_mid_stream;
+    report.virtual_time = sim_time(w.now);
+    report.steps = w.steps();
+    report.consumed = ledger.borrow().consumed;
+    Ok(report)
+}
+
+fn apply(
+    w: &mut World,
+    f: Fault,
+    members: &mut Vec<usize>,
+    report: &mut Report,
+    seed: u64,
+    ledger: &Rc<RefCell<Ledger>>,
+) -> Result<(), Failure> {
+    let t = sim_time(w.now);
+    w.note(|| format!("fault: {f:?}"));
+    let c = &mut report.faults;
+    match f {
+        Fault::CrashBroker(n) => {
+            c.broker_crash += 1;
+            w.cluster.crash(n);
+        }
+        Fault::RestartBroker(n) => w.cluster.restart(n),
+        Fault::Partition(n) => {
+            c.broker_partition += 1;
+            // Cut off from clients, and from the controller: it loses its leaderships.
+            w.net.partition(n, t);
+            w.cluster.crash(n);
+        }
+        Fault::Heal(n) => {
+            w.net.heal(n);
+            w.cluster.restart(n);
+        }
+        Fault::MoveLeader(p) => {
+            c.leader_move += 1;
+            w.cluster.move_leader("t", p);
+        }
+        Fault::MoveCoordinator => {
+            c.coordinator_move += 1;
+            w.cluster.move_coordinator();
+        }
+        Fault::ResetConn => {
+            let open = w.net.open();
+            if !open.is_empty() {
+                c.conn_reset += 1;
+                let k = open[(w.net.random() % open.len() as u64) as usize];
+                w.net.reset(k, t);
+            }
+        }
+        Fault::SlowConn => {
+            let open = w.net.open();
+            if !open.is_empty() {
+                c.conn_slow += 1;
+                let k = open[(w.net.random() % open.len() as u64) as usize];
+                w.net.slow(k);
+            }
+        }
+        Fault::RefuseConnect => w.refuse_next = true,
+        Fault::CrashMember | Fault::LeaveMember => {
+            let live: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|i| matches!(&w.clients[*i], Some(Client::Consumer(c)) if !c.leaving))
+                .collect();
+            if live.is_empty() {
+                return Ok(());
+            }
+            let i = live[(w.net.random() % live.len() as u64) as usize];
+            if f == Fault::CrashMember {
+                c.member_crash += 1;
+                w.crash_client(i);
+            } else {
+                c.member_leave += 1;
+                if let Some(Client::Consumer(app)) = &mut w.clients[i] {
+                    app.leave(w.now);
+                }
+                w.drain_client(i)?;
+            }
+            // Someone takes its place.
+            add_member(w, members, seed, ledger);
+        }
+        Fault::JoinMember => {
+            if members.len() < 12 {
+                c.member_join += 1;
+                add_member(w, members, seed, ledger);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn add_member(w: &mut World, members: &mut Vec<usize>, seed: u64, ledger: &Rc<RefCell<Ledger>>) {
+    let id = w.clients.len();
+    let app = ConsumerApp::new(id, seed, w.now, ledger.clone());
+    members.push(w.add(Client::Consumer(Box::new(app))));
+}
+
+/// Committed offsets never move backwards, and each is just past a record some member was
+/// handed.
+fn check_commits(
+    w: &World,
+    ledger: &Rc<RefCell<Ledger>>,
+    seen: &mut BTreeMap<i32, i64>,
+) -> Result<(), Failure> {
+    for p in 0..PARTITIONS {
+        let Some((offset, _)) = w.cluster.committed_offset("g", "t", p) else {
+            continue;
+        };
+        let before = seen.insert(p, offset).unwrap_or(0);
+        if offset < before {
+            return Err(Failure::new(format!(
+                "t-{p}: the committed offset moved back from {before} to {offset}"
+            )));
+        }
+        if offset > before
+            && offset > 0
+            && !ledger
+                .borrow()
+                .handed
+                .get(&p)
+                .is_some_and(|h| h.contains(&(offset - 1)))
+        {
+            return Err(Failure::new(format!(
+                "t-{p}: offset {offset} committed, but record {} was never handed out",
+                offset - 1
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Everything resolved, and the group read every committed record.
+fn settled(w: &World, ledger: &Rc<RefCell<Ledger>>) -> bool {
+    unsettled(w, ledger).is_empty()
+}
+
+fn unsettled(w: &World, ledger: &Rc<RefCell<Ledger>>) -> String {
+    let mut why = Vec::new();
+    for c in w.clients.iter().flatten() {
+        if let Client::Producer(p) = c {
+            if !p.settled() {
+                why.push("a producer has unresolved records".to_string());
+            }
+        }
+    }
+    let ledger = ledger.borrow();
+    for p in 0..PARTITIONS {
+        let log = w.cluster.committed_records("t", p);
+        let handed = ledger.handed.get(&p);
+        let missing = log
+            .iter()
+            .filter(|(o, _)| !handed.is_some_and(|h| h.contains(o)))
+            .count();
+        if missing > 0 {
+            why.push(format!("t-{p}: {missing} committed records not consumed"));
+        }
+    }
+    why.join("; ")
+}
+
+fn check_final(
+    w: &World,
+    ledger: &Rc<RefCell<Ledger>>,
+    report: &mut Report,
+) -> Result<(), Failure> {
+    let ledger = ledger.borrow();
+    // The log, by value: (partition, offset) of each copy.
+    let mut log: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
+    for p in 0..PARTITIONS {
+        for (offset, value) in w.cluster.committed_records("t", p) {
+            let v = String::from_utf8_lossy(value.as_deref().unwrap_or_default()).into_owned();
+            log.entry(v).or_default().push((p, offset));
+        }
+    }
+    for (producer, sent) in &ledger.sent {
+        let idempotent = *producer == 0;
+        let mut last_per_partition: BTreeMap<i32, (i64, u64)> = BTreeMap::new();
+        for (n, (value, outcome)) in sent {
+            let copies = log.get(value).map_or(&[][..], |c| c.as_slice());
+            let Some(outcome) = outcome else {
+                return Err(Failure::new(format!(
+                    "producer {producer}: record {n} never resolved"
+                )));
+            };
+            match outcome {
+                Outcome::Delivered {
+                    partition, offset, ..
+                } => {
+                    report.delivered += 1;
+                    if copies.is_empty() {
+                        if idempotent {
+                            return Err(Failure::new(format!(
+                                "producer {producer} (idempotent, acks=all): record {n} acknowledged at {partition}/{offset:?} but lost"
+                            )));
+                        }
+                        report.permitted_losses += 1;
+                    }
+                    if let Some(o) = offset {
+                        if idempotent && !copies.contains(&(*partition, *o)) {
+                            return Err(Failure::new(format!(
+                                "producer {producer}: record {n} acknowledged at {partition}/{o}, found at {copies:?}"
+                            )));
+                        }
+                    }
+                }
+                Outcome::Failed {
+                    certainty: Certainty::NotSent,
+                    error,
+                } => {
+                    if !copies.is_empty() {
+                        return Err(Failure::new(format!(
+                            "producer {producer}: record {n} failed as never written ({error}), yet it is in the log at {copies:?}"
+                        )));
+                    }
+                }
+                Outcome::Failed { .. } => {}
+            }
+            if idempotent {
+                if copies.len() > 1 {
+                    return Err(Failure::new(format!(
+                        "producer {producer} (idempotent): record {n} written {} times: {copies:?}",
+                        copies.len()
+                    )));
+                }
+                if let Some((p, o)) = copies.first() {
+                    if let Some((before, m)) = last_per_partition.insert(*p, (*o, *n)) {
+                        if before > *o {
+                            return Err(Failure::new(format!(
+                                "producer {producer}: t-{p} holds record {n} at {o}, before record {m} at {before}: out of send order"
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // No partition had two owners in one generation.
+    let mut owners: BTreeMap<(i32, (String, i32)), String> = BTreeMap::new();
+    for (_, generation, member, bytes) in w.cluster.assignments() {
+        let tps = decode_assignment(bytes)
+            .map_err(|e| Failure::new(format!("an assignment did not decode: {e}")))?;
+        for tp in tps {
+            if let Some(other) = owners.insert((*generation, tp.clone()), member.clone()) {
+                if &other != member {
+                    return Err(Failure::new(format!(
+                        "{}-{} owned by {other} and {member} in generation {generation}",
+                        tp.0, tp.1
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}

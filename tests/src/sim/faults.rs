@@ -1,0 +1,197 @@
+//! The fault schedule: from the seed, faults at random intervals during the faulty phase —
+//! broker crashes and partitions (each recovered after a while), leader and coordinator moves,
+//! connection resets, slow links, refused connects, and group members that crash, join and
+//! leave. After the phase everything is recovered, so the run can settle.
+
+use std::time::Duration;
+
+use kafka_core::Instant;
+
+use super::apps::Dice;
+
+/// How often each kind of fault fired.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// Broker crashes.
+    pub broker_crash: u64,
+    /// Brokers partitioned away from everyone.
+    pub broker_partition: u64,
+    /// Leader moves.
+    pub leader_move: u64,
+    /// Coordinator moves.
+    pub coordinator_move: u64,
+    /// Connections reset (mid-frame or not).
+    pub conn_reset: u64,
+    /// Connections reset with bytes in flight.
+    pub conn_reset_mid_stream: u64,
+    /// Connections slowed.
+    pub conn_slow: u64,
+    /// Connects refused.
+    pub connect_refused: u64,
+    /// Group members crashed.
+    pub member_crash: u64,
+    /// Group members added.
+    pub member_join: u64,
+    /// Group members that left.
+    pub member_leave: u64,
+}
+
+impl FaultCounts {
+    /// Adds another run's counts.
+    pub fn add(&mut self, o: &FaultCounts) {
+        self.broker_crash += o.broker_crash;
+        self.broker_partition += o.broker_partition;
+        self.leader_move += o.leader_move;
+        self.coordinator_move += o.coordinator_move;
+        self.conn_reset += o.conn_reset;
+        self.conn_reset_mid_stream += o.conn_reset_mid_stream;
+        self.conn_slow += o.conn_slow;
+        self.connect_refused += o.connect_refused;
+        self.member_crash += o.member_crash;
+        self.member_join += o.member_join;
+        self.member_leave += o.member_leave;
+    }
+
+    /// The kinds that never fired.
+    pub fn missing(&self) -> Vec<&'static str> {
+        [
+            ("broker crash", self.broker_crash),
+            ("broker partition", self.broker_partition),
+            ("leader move", self.leader_move),
+            ("coordinator move", self.coordinator_move),
+            ("connection reset", self.conn_reset),
+            ("connection reset mid-stream", self.conn_reset_mid_stream),
+            ("slow connection", self.conn_slow),
+            ("refused connect", self.connect_refused),
+            ("member crash", self.member_crash),
+            ("member join", self.member_join),
+            ("member leave", self.member_leave),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n == 0)
+        .map(|(k, _)| k)
+        .collect()
+    }
+}
+
+/// One fault (or recovery) to apply now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fault {
+    /// Crash a broker.
+    CrashBroker(i32),
+    /// Restart a crashed broker.
+    RestartBroker(i32),
+    /// Partition a broker away.
+    Partition(i32),
+    /// Heal a partition.
+    Heal(i32),
+    /// Move a partition's leader.
+    MoveLeader(i32),
+    /// Move the group coordinator.
+    MoveCoordinator,
+    /// Reset a random connection.
+    ResetConn,
+    /// Slow a random connection.
+    SlowConn,
+    /// Refuse the next connect.
+    RefuseConnect,
+    /// Crash a group member (and start a new one).
+    CrashMember,
+    /// Add a group member.
+    JoinMember,
+    /// A member leaves (and a new one starts).
+    LeaveMember,
+}
+
+/// The schedule.
+#[derive(Debug)]
+pub struct Faults {
+    dice: Dice,
+    enabled: bool,
+    next: Instant,
+    end: Instant,
+    /// Recoveries due: (when, what).
+    recoveries: Vec<(Instant, Fault)>,
+    /// Brokers down or partitioned.
+    out: Vec<i32>,
+}
+
+impl Faults {
+    /// Faults from `seed` until `end`.
+    pub fn new(seed: u64, enabled: bool, end: Instant) -> Self {
+        let mut dice = Dice::new(seed ^ 0xfa17);
+        let next = Instant::from_millis(200 + dice.below(400));
+        Faults {
+            dice,
+            enabled,
+            next,
+            end,
+            recoveries: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    /// When the next fault or recovery is due.
+    pub fn next_at(&self) -> Option<Instant> {
+        let next = (self.enabled && self.next < self.end).then_some(self.next);
+        self.recoveries.iter().map(|r| r.0).chain(next).min()
+    }
+
+    /// The faults due at `now`.
+    pub fn due(&mut self, now: Instant) -> Vec<Fault> {
+        let mut out = Vec::new();
+        self.recoveries.sort();
+        while self.recoveries.first().is_some_and(|r| r.0 <= now) {
+            let (_, f) = self.recoveries.remove(0);
+            if let Fault::RestartBroker(n) | Fault::Heal(n) = f {
+                self.out.retain(|o| *o != n);
+            }
+            out.push(f);
+        }
+        if self.enabled && self.next <= now && self.next < self.end {
+            self.next = now + Duration::from_millis(100 + self.dice.below(700));
+            if let Some(f) = self.pick(now) {
+                out.push(f);
+            }
+        }
+        out
+    }
+
+    fn pick(&mut self, now: Instant) -> Option<Fault> {
+        let broker = 1 + self.dice.below(3) as i32;
+        let back = now + Duration::from_millis(300 + self.dice.below(2500));
+        match self.dice.below(12) {
+            // At most one broker out at a time, mostly: acks=all (min.insync.replicas=2) can
+            // go on. Sometimes two, so that it cannot for a while.
+            0 | 1
+                if !self.out.contains(&broker)
+                    && (self.out.is_empty() || self.dice.below(4) == 0) =>
+            {
+                self.out.push(broker);
+                self.recoveries.push((back, Fault::RestartBroker(broker)));
+                Some(Fault::CrashBroker(broker))
+            }
+            2 if !self.out.contains(&broker) && self.out.is_empty() => {
+                self.out.push(broker);
+                self.recoveries.push((back, Fault::Heal(broker)));
+                Some(Fault::Partition(broker))
+            }
+            3 => Some(Fault::MoveLeader(self.dice.below(3) as i32)),
+            4 => Some(Fault::MoveCoordinator),
+            5 | 6 => Some(Fault::ResetConn),
+            7 => Some(Fault::SlowConn),
+            8 => Some(Fault::RefuseConnect),
+            9 => Some(Fault::CrashMember),
+            10 => Some(Fault::JoinMember),
+            11 => Some(Fault::LeaveMember),
+            _ => None,
+        }
+    }
+
+    /// Ends the faulty phase: every broker comes back.
+    pub fn recover_all(&mut self) -> Vec<Fault> {
+        self.enabled = false;
+        self.out.clear();
+        self.recoveries.drain(..).map(|r| r.1).collect()
+    }
+}

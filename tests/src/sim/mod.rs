@@ -1,0 +1,383 @@
+//! The deterministic simulation: the real kafka-core producer and consumer against a
+//! [`SimCluster`] over a [`SimNet`], on one virtual clock, with one seed behind every random
+//! choice (the cluster's elections, the network's chunks and delays, the faults, the workload
+//! and the clients' own `random.seed`). The same seed replays the same run, bit for bit.
+//!
+//! [`World::step`] is the quinn `Pair` / str0m `progress` pattern: it finds the earliest
+//! pending event among the clients' `poll_timeout`, the cluster's timers, the network's
+//! deliveries and the schedule of faults and workload, moves the clock there, delivers, and
+//! drains every output.
+
+use std::time::Duration;
+
+use kafka_core::net::{ConnId, Machine, Output, Transmit};
+use kafka_core::Instant;
+use kafka_sim::{BrokerWrite, ClusterConfig, ConnKey, Delivery, NetConfig, SimCluster, SimNet};
+
+mod apps;
+mod check;
+mod faults;
+
+pub use apps::{ConsumerApp, ProducerApp};
+pub use check::Failure;
+pub use faults::FaultCounts;
+
+/// Virtual time as the cluster sees it.
+pub fn sim_time(t: Instant) -> Duration {
+    Duration::from_nanos(t.as_nanos())
+}
+
+/// A client of the world: the core's state machines, type-erased over their events.
+pub enum Client {
+    /// A producer application.
+    Producer(Box<ProducerApp>),
+    /// A consumer-group member.
+    Consumer(Box<ConsumerApp>),
+}
+
+/// What a run does.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The seed.
+    pub seed: u64,
+    /// Inject faults.
+    pub faults: bool,
+    /// Keep a readable trace of every input and output.
+    pub trace: bool,
+    /// A deliberately injected bug (for the replay check): the cluster forgets to deduplicate
+    /// idempotent retries.
+    pub injected_bug: bool,
+}
+
+impl Options {
+    /// A faulty run of `seed`.
+    pub fn seed(seed: u64) -> Self {
+        Options {
+            seed,
+            faults: true,
+            trace: false,
+            injected_bug: false,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Virtual time at the end.
+    pub virtual_time: Duration,
+    /// Steps taken.
+    pub steps: u64,
+    /// A hash of every input and output, in order: equal for equal runs.
+    pub trace_hash: u64,
+    /// The trace, when asked for.
+    pub trace: Vec<String>,
+    /// Faults that fired.
+    pub faults: FaultCounts,
+    /// acks=1 records acknowledged and then lost to a leader change (permitted).
+    pub permitted_losses: u64,
+    /// Records acknowledged to the producers.
+    pub delivered: u64,
+    /// Records handed to consumers.
+    pub consumed: u64,
+}
+
+/// The simulated world.
+pub struct World {
+    /// The clock.
+    pub now: Instant,
+    /// The brokers.
+    pub cluster: SimCluster,
+    /// The network.
+    pub net: SimNet,
+    /// The clients, by index (their connections are `index << 32 | conn`).
+    pub clients: Vec<Option<Client>>,
+    /// The next connect is refused (an injected fault).
+    pub refuse_next: bool,
+    trace_on: bool,
+    trace: Vec<String>,
+    hash: u64,
+    steps: u64,
+}
+
+fn key(client: usize, conn: ConnId) -> ConnKey {
+    ((client as u64) << 32) | (conn.0 & 0xffff_ffff)
+}
+
+fn split(k: ConnKey) -> (usize, ConnId) {
+    ((k >> 32) as usize, ConnId(k & 0xffff_ffff))
+}
+
+impl World {
+    /// An empty world.
+    pub fn new(cluster: ClusterConfig, seed: u64) -> Self {
+        World {
+            now: Instant::ZERO,
+            cluster: SimCluster::new(cluster, seed),
+            net: SimNet::new(NetConfig::default(), seed),
+            clients: Vec::new(),
+            refuse_next: false,
+            trace_on: false,
+            trace: Vec::new(),
+            hash: 0xcbf2_9ce4_8422_2325,
+            steps: 0,
+        }
+    }
+
+    /// Records one input or output: hashed always, kept when tracing.
+    pub fn note(&mut self, what: impl FnOnce() -> String) {
+        let line = what();
+        for b in line.bytes().chain([b'\n']) {
+            self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        if self.trace_on {
+            self.trace
+                .push(format!("{:>12.6} {line}", self.now.as_nanos() as f64 / 1e9));
+        }
+    }
+
+    /// Keeps a readable trace.
+    pub fn trace(&mut self, on: bool) {
+        self.trace_on = on;
+    }
+
+    /// The trace so far, and its hash.
+    pub fn take_trace(&mut self) -> (Vec<String>, u64) {
+        (std::mem::take(&mut self.trace), self.hash)
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Adds a client; returns its index.
+    pub fn add(&mut self, c: Client) -> usize {
+        self.clients.push(Some(c));
+        self.clients.len() - 1
+    }
+
+    /// The earliest time anything is due (`extra`: the caller's own schedule).
+    pub fn next_due(&self, extra: Option<Instant>) -> Option<Instant> {
+        let to_instant = |d: Duration| Instant::from_nanos(d.as_nanos() as u64);
+        let clients = self.clients.iter().flatten().filter_map(|c| match c {
+            Client::Producer(p) => p.poll_timeout(),
+            Client::Consumer(c) => c.poll_timeout(),
+        });
+        clients
+            .chain(self.cluster.next_due().map(to_instant))
+            .chain(self.net.next_due().map(to_instant))
+            .chain(extra)
+            .min()
+    }
+
+    /// Moves the clock to `to` (never back) and delivers everything due, draining outputs.
+    pub fn step_to(&mut self, to: Instant) -> Result<(), Failure> {
+        self.steps += 1;
+        self.now = self.now.max(to);
+        let now = self.now;
+        let t = sim_time(now);
+        while let Some(d) = self.net.poll(t) {
+            self.deliver(d)?;
+        }
+        self.cluster.advance(t);
+        self.drain_cluster();
+        for i in 0..self.clients.len() {
+            match &mut self.clients[i] {
+                Some(Client::Producer(p)) => p.tick(now)?,
+                Some(Client::Consumer(c)) => c.tick(now),
+                None => continue,
+            }
+            self.drain_client(i)?;
+        }
+        Ok(())
+    }
+
+    fn with_client(&mut self, i: usize, f: impl FnOnce(&mut dyn MachineLike, Instant)) {
+        let now = self.now;
+        match &mut self.clients[i] {
+            Some(Client::Producer(p)) => f(&mut p.producer, now),
+            Some(Client::Consumer(c)) => f(&mut c.fetcher, now),
+            None => {}
+        }
+    }
+
+    fn deliver(&mut self, d: Delivery) -> Result<(), Failure> {
+        let t = sim_time(self.now);
+        match d {
+            Delivery::Connected(k, node) => {
+                let (i, conn) = split(k);
+                if self.cluster.accept(k, node) {
+                    self.note(|| format!("net: c{i}/{} connected to {node}", conn.0));
+                    self.with_client(i, |c, now| c.handle_connected(conn, now));
+                } else {
+                    self.note(|| format!("net: c{i}/{} refused by down broker {node}", conn.0));
+                    self.net.broker_close(k, t);
+                    self.with_client(i, |c, now| c.handle_connect_failed(conn, now));
+                }
+                self.drain_client(i)?;
+            }
+            Delivery::Refused(k) => {
+                let (i, conn) = split(k);
+                self.note(|| format!("net: c{i}/{} refused", conn.0));
+                self.with_client(i, |c, now| c.handle_connect_failed(conn, now));
+                self.drain_client(i)?;
+            }
+            Delivery::ToBroker(k, bytes) => {
+                self.note(|| format!("net: {k:x} -> broker {} B", bytes.len()));
+                self.cluster.receive(k, &bytes, t);
+                self.drain_cluster();
+            }
+            Delivery::ToClient(k, bytes) => {
+                let (i, conn) = split(k);
+                self.note(|| format!("net: broker -> c{i}/{} {} B", conn.0, bytes.len()));
+                self.with_client(i, |c, now| c.handle_received(conn, &bytes, now));
+                self.drain_client(i)?;
+            }
+            Delivery::BrokerSideClosed(k) => {
+                self.note(|| format!("net: {k:x} closed at the broker"));
+                self.cluster.closed(k);
+            }
+            Delivery::ClientSideClosed(k) => {
+                let (i, conn) = split(k);
+                self.note(|| format!("net: c{i}/{} closed", conn.0));
+                self.with_client(i, |c, now| c.handle_closed(conn, now));
+                self.drain_client(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn drain_cluster(&mut self) {
+        let t = sim_time(self.now);
+        while let Some((k, w)) = self.cluster.poll_transmit() {
+            match w {
+                BrokerWrite::Bytes(b) => self.net.broker_send(k, b, t),
+                BrokerWrite::Close => self.net.broker_close(k, t),
+            }
+        }
+    }
+
+    /// Drains a client's outputs: connects, bytes and closes to the network, events to its
+    /// application (which may act on the client again).
+    pub fn drain_client(&mut self, i: usize) -> Result<(), Failure> {
+        let t = sim_time(self.now);
+        loop {
+            let now = self.now;
+            let out = match &mut self.clients[i] {
+                Some(Client::Producer(p)) => match p.producer.poll_output() {
+                    None => None,
+                    Some(Output::Event(e)) => {
+                        let line = format!("c{i} event {e:?}");
+                        p.on_event(e, now)?;
+                        self.note(|| line);
+                        continue;
+                    }
+                    Some(Output::Transmit(tx)) => Some(tx),
+                },
+                Some(Client::Consumer(c)) => match c.fetcher.poll_output() {
+                    None => None,
+                    Some(Output::Event(e)) => {
+                        let line = format!("c{i} event {}", apps::short(&e));
+                        c.on_event(e, now)?;
+                        self.note(|| line);
+                        continue;
+                    }
+                    Some(Output::Transmit(tx)) => Some(tx),
+                },
+                None => None,
+            };
+            let Some(tx) = out else { return Ok(()) };
+            match tx {
+                Transmit::Connect { conn, addr } => {
+                    let k = key(i, conn);
+                    self.note(|| format!("c{i}/{} connect {}:{}", conn.0, addr.host, addr.port));
+                    match self.cluster.node_at(&addr.host, addr.port) {
+                        Some(_) if std::mem::take(&mut self.refuse_next) => self.net.refuse(k, t),
+                        Some(node) => self.net.connect(k, node, t),
+                        None => self.net.refuse(k, t),
+                    }
+                }
+                Transmit::Send { conn, bytes } => {
+                    self.note(|| format!("c{i}/{} send {}", conn.0, requests(&bytes)));
+                    self.net.client_send(key(i, conn), bytes, t);
+                }
+                Transmit::Close { conn } => {
+                    self.note(|| format!("c{i}/{} close", conn.0));
+                    self.net.client_close(key(i, conn), t);
+                }
+            }
+        }
+    }
+
+    /// A client crashes: it is gone, and its connections reset.
+    pub fn crash_client(&mut self, i: usize) {
+        let t = sim_time(self.now);
+        self.clients[i] = None;
+        for k in self.net.open() {
+            if split(k).0 == i {
+                self.net.reset(k, t);
+            }
+        }
+        self.note(|| format!("c{i} crashed"));
+    }
+
+    /// The connections a client has open.
+    pub fn conns_of(&self, i: usize) -> Vec<ConnKey> {
+        self.net
+            .open()
+            .into_iter()
+            .filter(|k| split(*k).0 == i)
+            .collect()
+    }
+}
+
+/// The requests in a client's write, by API name (for the trace).
+fn requests(bytes: &[u8]) -> String {
+    let mut names = Vec::new();
+    let mut rest = bytes;
+    while rest.len() >= 6 {
+        let len = i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]).max(0) as usize;
+        let key = i16::from_be_bytes([rest[4], rest[5]]);
+        names.push(
+            kafka_core::proto::api::ApiKey::from_i16(key)
+                .map_or_else(|| format!("api {key}"), |k| format!("{k:?}")),
+        );
+        rest = &rest[(4 + len).min(rest.len())..];
+    }
+    format!("{} ({} B)", names.join(" "), bytes.len())
+}
+
+/// The [`Machine`] inputs, object-safe over the client kinds.
+pub trait MachineLike {
+    /// See [`Machine::handle_connected`].
+    fn handle_connected(&mut self, conn: ConnId, now: Instant);
+    /// See [`Machine::handle_connect_failed`].
+    fn handle_connect_failed(&mut self, conn: ConnId, now: Instant);
+    /// See [`Machine::handle_received`].
+    fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant);
+    /// See [`Machine::handle_closed`].
+    fn handle_closed(&mut self, conn: ConnId, now: Instant);
+    /// See [`Machine::handle_timeout`].
+    fn handle_timeout(&mut self, now: Instant);
+}
+
+impl<M: Machine> MachineLike for M {
+    fn handle_connected(&mut self, conn: ConnId, now: Instant) {
+        Machine::handle_connected(self, conn, now)
+    }
+    fn handle_connect_failed(&mut self, conn: ConnId, now: Instant) {
+        Machine::handle_connect_failed(self, conn, now)
+    }
+    fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant) {
+        Machine::handle_received(self, conn, data, now)
+    }
+    fn handle_closed(&mut self, conn: ConnId, now: Instant) {
+        Machine::handle_closed(self, conn, now)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        Machine::handle_timeout(self, now)
+    }
+}
+
+pub use check::run;

@@ -1,0 +1,237 @@
+//! The deterministic simulation (see `tests::sim`): a batch of seeds with faults, each checked
+//! against every invariant; replay of one seed; and the check that an injected bug is found and
+//! replays bit for bit.
+//!
+//! - `SIM_SEEDS=N` runs N seeds (default 500), from `SIM_SEED_START=S` (default 0).
+//! - `SIM_SEED=S` replays one seed (`SIM_TRACE=FILE` writes its Input/Output trace;
+//!   `SIM_DUMP=1` prints the consumers' whole state when a run does not settle).
+
+use std::time::Instant;
+
+use tests::sim::{run, FaultCounts, Options, Report};
+
+fn env(name: &str) -> Option<u64> {
+    std::env::var(name).ok().map(|v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: expected a number"))
+    })
+}
+
+fn replay_line(seed: u64) -> String {
+    format!(
+        "replay: SIM_SEED={seed} SIM_TRACE=/tmp/sim-{seed}.trace cargo test --release -p tests --test simulation replay -- --nocapture"
+    )
+}
+
+#[test]
+fn a_clean_run_delivers_and_consumes_everything() {
+    let r = run(&Options {
+        faults: false,
+        ..Options::seed(7)
+    })
+    .unwrap_or_else(|f| panic!("{f}\n{}", replay_line(7)));
+    assert!(r.delivered > 1000, "{r:?}");
+    assert_eq!(r.permitted_losses, 0, "no faults, no losses");
+    assert!(r.consumed >= r.delivered, "{r:?}");
+}
+
+/// Runs seeds `start..start + n` over every core; returns the summed fault counts and
+/// permitted losses, or the failures as (seed, message).
+fn sweep(
+    start: u64,
+    n: u64,
+    opts: impl Fn(u64) -> Options + Sync,
+) -> (Summary, Vec<(u64, String)>) {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+    let next = std::sync::atomic::AtomicU64::new(start);
+    let done = std::sync::atomic::AtomicU64::new(0);
+    let began = Instant::now();
+    let results = std::sync::Mutex::new((Summary::default(), Vec::new()));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if seed >= start + n {
+                    return;
+                }
+                let o = opts(seed);
+                let outcome = std::panic::catch_unwind(move || run(&o));
+                let mut r = results.lock().unwrap();
+                match outcome {
+                    Ok(Ok(report)) => r.0.add(&report),
+                    Ok(Err(f)) => r.1.push((seed, f.message)),
+                    Err(p) => {
+                        let msg = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        r.1.push((seed, format!("panicked: {msg}")));
+                    }
+                }
+                drop(r);
+                let k = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                if k.is_multiple_of(250) || k == n {
+                    eprintln!("  {k}/{n} seeds in {:.1} s", began.elapsed().as_secs_f64());
+                }
+            });
+        }
+    });
+    let (mut summary, mut failures) = results.into_inner().unwrap();
+    failures.sort();
+    summary.wall = began.elapsed();
+    (summary, failures)
+}
+
+/// What a sweep did.
+#[derive(Debug, Default)]
+struct Summary {
+    seeds: u64,
+    faults: FaultCounts,
+    permitted_losses: u64,
+    delivered: u64,
+    virtual_time: std::time::Duration,
+    wall: std::time::Duration,
+}
+
+impl Summary {
+    fn add(&mut self, r: &Report) {
+        self.seeds += 1;
+        self.faults.add(&r.faults);
+        self.permitted_losses += r.permitted_losses;
+        self.delivered += r.delivered;
+        self.virtual_time += r.virtual_time;
+    }
+}
+
+/// The seed batch of `scripts/test` (or a longer sweep with `SIM_SEEDS`).
+#[test]
+fn seed_sweep() {
+    if env("SIM_SEED").is_some() {
+        return; // a replay runs alone (see `replay`)
+    }
+    let start = env("SIM_SEED_START").unwrap_or(0);
+    let n = env("SIM_SEEDS").unwrap_or(500);
+    eprintln!("simulating seeds {start}..{}", start + n);
+    let (s, failures) = sweep(start, n, Options::seed);
+    eprintln!(
+        "{} seeds in {:.1} s ({:.0} seeds/min; virtual/real time {:.0}x); {} records acknowledged, {} acks=1 losses (permitted); faults {:?}",
+        s.seeds,
+        s.wall.as_secs_f64(),
+        s.seeds as f64 / s.wall.as_secs_f64() * 60.0,
+        s.virtual_time.as_secs_f64() / s.wall.as_secs_f64(),
+        s.delivered,
+        s.permitted_losses,
+        s.faults
+    );
+    if !failures.is_empty() {
+        let lines: Vec<String> = failures
+            .iter()
+            .map(|(seed, m)| format!("seed {seed}: {m}\n    {}", replay_line(*seed)))
+            .collect();
+        panic!(
+            "{} of {n} seeds failed:\n{}",
+            failures.len(),
+            lines.join("\n")
+        );
+    }
+    // The faults really happen: every kind fired in the sweep, and acks=1 lost something.
+    assert!(
+        s.faults.missing().is_empty(),
+        "faults that never fired: {:?}",
+        s.faults.missing()
+    );
+    assert!(
+        s.permitted_losses > 0,
+        "no acks=1 record was lost: the faults are too tame"
+    );
+}
+
+/// Replays one seed (`SIM_SEED`), printing its outcome and writing its trace to `SIM_TRACE`;
+/// without `SIM_SEED`, checks that two runs of a seed are identical.
+#[test]
+fn replay() {
+    let Some(seed) = env("SIM_SEED") else {
+        let a = run(&Options::seed(3)).unwrap();
+        let b = run(&Options::seed(3)).unwrap();
+        assert_eq!(a.trace_hash, b.trace_hash, "a seed replays bit for bit");
+        assert_eq!(a.steps, b.steps);
+        let c = run(&Options::seed(4)).unwrap();
+        assert_ne!(a.trace_hash, c.trace_hash, "another seed, another run");
+        return;
+    };
+    let out = run(&Options {
+        trace: true,
+        ..Options::seed(seed)
+    });
+    let (trace, verdict) = match &out {
+        Ok(r) => (
+            &r.trace,
+            format!("ok: {r:?}").replace(&format!("{:?}", r.trace), "[..]"),
+        ),
+        Err(f) => (&f.trace, format!("FAILED: {}", f.message)),
+    };
+    if let Ok(path) = std::env::var("SIM_TRACE") {
+        std::fs::write(&path, trace.join("\n")).unwrap();
+        eprintln!("trace ({} lines) written to {path}", trace.len());
+    }
+    eprintln!("seed {seed}: {verdict}");
+    assert!(out.is_ok(), "seed {seed} failed");
+}
+
+/// A deliberately injected bug (the cluster stops deduplicating idempotent retries) is found
+/// by the sweep, and its seed replays the same failure bit for bit.
+#[test]
+fn an_injected_bug_is_found_and_replays_exactly() {
+    let buggy = |seed| Options {
+        injected_bug: true,
+        ..Options::seed(seed)
+    };
+    let (_, failures) = sweep(0, 200, buggy);
+    let (seed, message) = failures
+        .first()
+        .cloned()
+        .expect("the sweep finds the injected bug");
+    assert!(
+        message.contains("written 2 times") || message.contains("times:"),
+        "{message}"
+    );
+    let a = run(&Options {
+        trace: true,
+        ..buggy(seed)
+    })
+    .unwrap_err();
+    let b = run(&Options {
+        trace: true,
+        ..buggy(seed)
+    })
+    .unwrap_err();
+    assert_eq!(a.message, message);
+    assert_eq!(a, b, "the replay is identical, trace included");
+    assert!(a.trace.len() > 100);
+}
+
+/// Seeds the simulator found bugs with, kept as regression tests.
+mod regressions {
+    use super::*;
+
+    fn seed(seed: u64) {
+        if let Err(f) = run(&Options::seed(seed)) {
+            panic!("seed {seed}: {f}\n{}", replay_line(seed));
+        }
+    }
+
+    /// A long poll to one broker reserved the whole prefetch budget, so partitions led by
+    /// another broker were never fetched again (kafka-core fetcher).
+    #[test]
+    fn seed_27_no_broker_starves_for_the_prefetch_budget() {
+        seed(27);
+    }
+
+    /// The last in-sync replica was dropped from the ISR when it crashed, leaving the partition
+    /// without a leader for good (the simulated cluster, not the client).
+    #[test]
+    fn seed_259_the_last_in_sync_replica_leads_again() {
+        seed(259);
+    }
+}
