@@ -52,7 +52,8 @@ pub enum Delivery {
 }
 
 impl Delivery {
-    fn conn(&self) -> ConnKey {
+    /// The connection it is about.
+    pub fn conn(&self) -> ConnKey {
         match self {
             Delivery::Connected(c, _)
             | Delivery::Refused(c)

@@ -274,12 +274,6 @@ impl Accumulator {
         }
     }
 
-    /// How many blocks wait for reuse.
-    #[cfg(test)]
-    pub fn recycled(&self) -> usize {
-        self.free.len()
-    }
-
     /// Learns the compression ratio from a sealed batch.
     pub fn observe_ratio(&mut self, uncompressed: usize, compressed: usize) {
         if self.compression != Compression::None && uncompressed > 0 {
@@ -498,6 +492,11 @@ impl Accumulator {
 mod tests {
     use super::*;
 
+    /// How many blocks wait for reuse.
+    fn recycled(acc: &Accumulator) -> usize {
+        acc.free.len()
+    }
+
     fn drained(acc: &mut Accumulator, tp: &TopicPartition) -> Batch {
         acc.drain(std::slice::from_ref(tp), usize::MAX)
             .pop()
@@ -515,10 +514,10 @@ mod tests {
         let mut b = drained(&mut acc, &tp);
         let ptr = b.seal(&BatchMeta::default()).as_ptr();
         acc.recycle(b);
-        assert_eq!(acc.recycled(), 1);
+        assert_eq!(recycled(&acc), 1);
         acc.append(&tp, &small, RecordToken(1), Instant::ZERO, deadline)
             .unwrap();
-        assert_eq!(acc.recycled(), 0, "taken for the new batch");
+        assert_eq!(recycled(&acc), 0, "taken for the new batch");
         let mut b = drained(&mut acc, &tp);
         assert_eq!(
             b.seal(&BatchMeta::default()).as_ptr(),
@@ -532,7 +531,7 @@ mod tests {
         acc.append(&tp, &big, RecordToken(2), Instant::ZERO, deadline)
             .unwrap();
         assert_eq!(
-            acc.recycled(),
+            recycled(&acc),
             1,
             "the recycled block did not fit, so it stays free"
         );
@@ -540,6 +539,6 @@ mod tests {
         assert!(b.reserved > 1024);
         b.seal(&BatchMeta::default());
         acc.recycle(b);
-        assert_eq!(acc.recycled(), 1);
+        assert_eq!(recycled(&acc), 1);
     }
 }
