@@ -572,6 +572,11 @@ impl SimCluster {
         self.partition(topic, partition)?.leader
     }
 
+    /// A partition's high watermark (0 if unknown).
+    pub fn high_watermark(&self, topic: &str, partition: i32) -> i64 {
+        self.partition(topic, partition).map_or(0, |p| p.hw)
+    }
+
     /// The brokers that are up.
     pub fn up_brokers(&self) -> Vec<i32> {
         self.up.iter().copied().collect()

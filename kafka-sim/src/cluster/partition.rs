@@ -144,25 +144,38 @@ impl Partition {
     /// watermark follows the ISR.
     pub(crate) fn replicate(&mut self, up: &dyn Fn(i32) -> bool, lag: SimTime, now: SimTime) {
         let Some(leader) = self.leader else { return };
-        let source = self.replicas[&leader].batches.clone();
-        let leo = self.replicas[&leader].leo();
-        self.replicas.get_mut(&leader).expect("leader").caught_up = now;
+        // The leader's log is taken out while the followers copy it (no clone of the log).
+        let mut source = self
+            .replicas
+            .remove(&leader)
+            .expect("the leader has a replica");
+        source.caught_up = now;
+        let leo = source.leo();
         for (node, r) in self.replicas.iter_mut() {
-            if *node == leader || !up(*node) {
+            if !up(*node) {
                 continue;
             }
-            let common = r
-                .batches
-                .iter()
-                .zip(&source)
-                .take_while(|(a, b)| a == b)
-                .count();
+            // A follower's log is normally a prefix of the leader's: check its last batch
+            // first, and compare the whole log only when that fails (after an election).
+            let n = r.batches.len();
+            let common = if n <= source.batches.len()
+                && (n == 0 || r.batches[n - 1] == source.batches[n - 1])
+            {
+                n
+            } else {
+                r.batches
+                    .iter()
+                    .zip(&source.batches)
+                    .take_while(|(a, b)| a == b)
+                    .count()
+            };
             let cut: i64 = r.batches[common..].iter().map(|b| i64::from(b.count)).sum();
             self.truncated += cut as u64;
             r.batches.truncate(common);
-            r.batches.extend_from_slice(&source[common..]);
+            r.batches.extend_from_slice(&source.batches[common..]);
             r.caught_up = now;
         }
+        self.replicas.insert(leader, source);
         for (node, r) in &self.replicas {
             if r.leo() == leo && r.caught_up == now {
                 self.isr.insert(*node);
