@@ -5,6 +5,8 @@
 //! - `SIM_SEEDS=N` runs N seeds (default 500), from `SIM_SEED_START=S` (default 0).
 //! - `SIM_SEED=S` replays one seed (`SIM_TRACE=FILE` writes its Input/Output trace;
 //!   `SIM_DUMP=1` prints the consumers' whole state when a run does not settle).
+//! - `SIM_INJECT_BUG=1` runs with a deliberately injected bug (the cluster stops deduplicating
+//!   idempotent retries), to see a failure found and replayed.
 
 use std::time::Instant;
 
@@ -18,9 +20,22 @@ fn env(name: &str) -> Option<u64> {
 }
 
 fn replay_line(seed: u64) -> String {
+    let bug = if injected() { "SIM_INJECT_BUG=1 " } else { "" };
     format!(
-        "replay: SIM_SEED={seed} SIM_TRACE=/tmp/sim-{seed}.trace cargo test --release -p tests --test simulation replay -- --nocapture"
+        "replay: {bug}SIM_SEED={seed} SIM_TRACE=/tmp/sim-{seed}.trace cargo test -p tests --test simulation replay -- --nocapture"
     )
+}
+
+fn injected() -> bool {
+    std::env::var("SIM_INJECT_BUG").is_ok_and(|v| v == "1")
+}
+
+/// The options of a seed, with the injected bug when `SIM_INJECT_BUG=1`.
+fn options(seed: u64) -> Options {
+    Options {
+        injected_bug: injected(),
+        ..Options::seed(seed)
+    }
 }
 
 #[test]
@@ -113,7 +128,7 @@ fn seed_sweep() {
     let start = env("SIM_SEED_START").unwrap_or(0);
     let n = env("SIM_SEEDS").unwrap_or(500);
     eprintln!("simulating seeds {start}..{}", start + n);
-    let (s, failures) = sweep(start, n, Options::seed);
+    let (s, failures) = sweep(start, n, options);
     eprintln!(
         "{} seeds in {:.1} s ({:.0} seeds/min; virtual/real time {:.0}x); {} records acknowledged, {} acks=1 losses (permitted); faults {:?}",
         s.seeds,
@@ -135,7 +150,11 @@ fn seed_sweep() {
             lines.join("\n")
         );
     }
-    // The faults really happen: every kind fired in the sweep, and acks=1 lost something.
+    // The faults really happen: every kind fired in the sweep, and acks=1 lost something
+    // (over a sweep of more than a few seeds).
+    if n < 50 {
+        return;
+    }
     assert!(
         s.faults.missing().is_empty(),
         "faults that never fired: {:?}",
@@ -162,7 +181,7 @@ fn replay() {
     };
     let out = run(&Options {
         trace: true,
-        ..Options::seed(seed)
+        ..options(seed)
     });
     let (trace, verdict) = match &out {
         Ok(r) => (
