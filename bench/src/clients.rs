@@ -1,0 +1,407 @@
+//! The benchmarked clients, each run in a child process of its own: this project on tokio and
+//! on async-std, librdkafka's BaseProducer, FutureProducer and StreamConsumer, and rskafka.
+//! Each returns what it did; the parent measures CPU time and peak RSS with `wait4`.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+
+/// One client run.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub client: String,
+    pub role: String,
+    pub brokers: String,
+    pub topic: String,
+    pub count: u64,
+    pub size: usize,
+    pub acks: String,
+    pub compression: String,
+    /// Records per second offered (open loop), 0 for as fast as possible.
+    pub rate: u64,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct Done {
+    pub records: u64,
+    pub secs: f64,
+    /// Delivery latencies in microseconds, from each record's intended send time.
+    pub latencies_us: Vec<u64>,
+}
+
+const PARTITIONS: i32 = 3;
+/// Outstanding deliveries a closed-loop producer keeps before awaiting the oldest.
+const WINDOW: usize = 200_000;
+
+/// The settings every producer gets (as each client spells them).
+pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
+    let idempotent = if j.acks == "all" { "true" } else { "false" };
+    [
+        ("bootstrap.servers", j.brokers.as_str()),
+        ("acks", j.acks.as_str()),
+        ("compression.type", j.compression.as_str()),
+        ("linger.ms", "5"),
+        ("batch.size", "1000000"),
+        ("max.request.size", "1048576"),
+        ("enable.idempotence", idempotent),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+pub fn rdkafka_producer_config(j: &Job) -> Vec<(String, String)> {
+    let idempotent = if j.acks == "all" { "true" } else { "false" };
+    [
+        ("bootstrap.servers", j.brokers.as_str()),
+        ("acks", j.acks.as_str()),
+        ("compression.type", j.compression.as_str()),
+        ("linger.ms", "5"),
+        ("batch.size", "1000000"),
+        ("message.max.bytes", "1048576"),
+        ("enable.idempotence", idempotent),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// rskafka takes ready batches: about 1 MB of records per request, at most 10,000.
+pub fn rskafka_batch(size: usize) -> usize {
+    (1_000_000 / size.max(1)).clamp(1, 10_000)
+}
+
+pub fn run(j: &Job) -> Done {
+    match (j.client.as_str(), j.role.as_str()) {
+        ("ours-tokio", "produce") => tokio_rt().block_on(ours_tokio_produce(j)),
+        ("ours-asyncstd", "produce") => smol::block_on(ours_asyncstd_produce(j)),
+        ("ours-tokio", "consume") => tokio_rt().block_on(ours_tokio_consume(j)),
+        ("rdkafka-base", "produce") => rdkafka_base_produce(j),
+        ("rdkafka-future", "produce") => tokio_rt().block_on(rdkafka_future_produce(j)),
+        ("rdkafka-stream", "consume") => tokio_rt().block_on(rdkafka_stream_consume(j)),
+        ("rskafka", "produce") => tokio_rt().block_on(rskafka_produce(j)),
+        (c, r) => panic!("unknown client {c} for {r}"),
+    }
+}
+
+fn tokio_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// The intended send time of record `i` at `rate` per second (open loop).
+fn intended(start: Instant, i: u64, rate: u64) -> Instant {
+    start + Duration::from_nanos(i * 1_000_000_000 / rate)
+}
+
+macro_rules! ours_produce {
+    ($name:ident, $krate:ident, $sleep:expr) => {
+        async fn $name(j: &Job) -> Done {
+            use $krate::{Producer, Record};
+            let p = Producer::from_map(ours_producer_config(j)).expect("valid config");
+            let value = bytes_of(j.size);
+            let start = Instant::now();
+            let mut done = Done::default();
+            if j.rate > 0 {
+                // Open loop: the latency counts from the intended time, so time spent under
+                // back-pressure is not hidden.
+                let mut pending = futures_util::stream::FuturesUnordered::new();
+                for i in 0..j.count {
+                    let due = intended(start, i, j.rate);
+                    while Instant::now() < due {
+                        // Take what completed while waiting.
+                        let wait = due - Instant::now();
+                        let next = pending.next();
+                        match futures_util::future::select(
+                            std::pin::pin!(next),
+                            std::pin::pin!($sleep(wait)),
+                        )
+                        .await
+                        {
+                            futures_util::future::Either::Left((Some(t), _)) => {
+                                done.latencies_us.push(t)
+                            }
+                            _ => {}
+                        }
+                    }
+                    let d = p
+                        .send(Record::new(j.topic.as_str(), value.clone()))
+                        .await
+                        .expect("send");
+                    pending.push(async move {
+                        d.await.expect("delivered");
+                        due.elapsed().as_micros() as u64
+                    });
+                }
+                while let Some(t) = pending.next().await {
+                    done.latencies_us.push(t);
+                }
+            } else {
+                let mut pending = VecDeque::new();
+                for _ in 0..j.count {
+                    pending.push_back(
+                        p.send(Record::new(j.topic.as_str(), value.clone()))
+                            .await
+                            .expect("send"),
+                    );
+                    if pending.len() >= WINDOW {
+                        pending.pop_front().expect("full").await.expect("delivered");
+                    }
+                }
+                for d in pending {
+                    d.await.expect("delivered");
+                }
+            }
+            done.secs = start.elapsed().as_secs_f64();
+            done.records = j.count;
+            p.close(Duration::from_secs(10)).await;
+            done
+        }
+    };
+}
+
+ours_produce!(ours_tokio_produce, kafka_tokio, tokio::time::sleep);
+ours_produce!(ours_asyncstd_produce, kafka_asyncstd, |d| async move {
+    smol::Timer::after(d).await;
+});
+
+fn bytes_of(size: usize) -> Vec<u8> {
+    (0..size).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+async fn ours_tokio_consume(j: &Job) -> Done {
+    use kafka_tokio::{Consumer, StartFrom};
+    let mut c = Consumer::from_map([("bootstrap.servers", j.brokers.as_str())]).expect("config");
+    c.assign(
+        (0..PARTITIONS).map(|p| (j.topic.as_str(), p)),
+        StartFrom::Earliest,
+    );
+    let start = Instant::now();
+    let mut n = 0;
+    while n < j.count {
+        n += c.recv_batch().await.expect("records").len() as u64;
+    }
+    Done {
+        records: n,
+        secs: start.elapsed().as_secs_f64(),
+        ..Done::default()
+    }
+}
+
+struct Latencies {
+    start: Instant,
+    rate: u64,
+    seen: Mutex<Vec<u64>>,
+    failed: std::sync::atomic::AtomicU64,
+}
+
+/// The delivery-report context (a local type around the shared state).
+struct Ctx(Arc<Latencies>);
+
+impl rdkafka::ClientContext for Ctx {}
+
+impl rdkafka::producer::ProducerContext for Ctx {
+    type DeliveryOpaque = Box<u64>;
+    fn delivery(&self, r: &rdkafka::message::DeliveryResult<'_>, i: Box<u64>) {
+        let l = &self.0;
+        if r.is_err() {
+            l.failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if l.rate > 0 {
+            let t = intended(l.start, *i, l.rate).elapsed().as_micros() as u64;
+            l.seen.lock().expect("not poisoned").push(t);
+        }
+    }
+}
+
+fn rdkafka_config(pairs: Vec<(String, String)>) -> rdkafka::ClientConfig {
+    let mut c = rdkafka::ClientConfig::new();
+    for (k, v) in pairs {
+        c.set(k, v);
+    }
+    c
+}
+
+fn rdkafka_base_produce(j: &Job) -> Done {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let ctx = Arc::new(Latencies {
+        start: Instant::now(),
+        rate: j.rate,
+        seen: Mutex::new(Vec::new()),
+        failed: Default::default(),
+    });
+    let p: BaseProducer<Ctx> = rdkafka_config(rdkafka_producer_config(j))
+        .create_with_context(Ctx(ctx.clone()))
+        .expect("config");
+    let value = bytes_of(j.size);
+    let start = ctx.start;
+    for i in 0..j.count {
+        if j.rate > 0 {
+            let due = intended(start, i, j.rate);
+            while Instant::now() < due {
+                p.poll(due - Instant::now());
+            }
+        }
+        let mut record = BaseRecord::<(), [u8], Box<u64>>::with_opaque_to(&j.topic, Box::new(i))
+            .payload(&value[..]);
+        loop {
+            match p.send(record) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    // QueueFull: serve delivery reports, then try again.
+                    record = r;
+                    p.poll(Duration::from_millis(1));
+                }
+            }
+        }
+        p.poll(Duration::ZERO);
+    }
+    p.flush(Duration::from_secs(120)).expect("flushed");
+    let failed = ctx.failed.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(failed, 0, "librdkafka failed {failed} records");
+    let latencies_us = std::mem::take(&mut *ctx.seen.lock().expect("not poisoned"));
+    Done {
+        records: j.count,
+        secs: start.elapsed().as_secs_f64(),
+        latencies_us,
+    }
+}
+
+async fn rdkafka_future_produce(j: &Job) -> Done {
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let p: FutureProducer = rdkafka_config(rdkafka_producer_config(j))
+        .create()
+        .expect("config");
+    let value = bytes_of(j.size);
+    let start = Instant::now();
+    let mut pending = VecDeque::new();
+    for _ in 0..j.count {
+        let mut record = FutureRecord::<(), [u8]>::to(&j.topic).payload(&value[..]);
+        let d = loop {
+            match p.send_result(record) {
+                Ok(d) => break d,
+                Err((_, r)) => {
+                    record = r;
+                    // QueueFull: wait for the oldest delivery to make room.
+                    if let Some(d) = pending.pop_front() {
+                        let d: rdkafka::producer::DeliveryFuture = d;
+                        d.await.expect("not cancelled").expect("delivered");
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+            }
+        };
+        pending.push_back(d);
+        if pending.len() >= WINDOW {
+            let d = pending.pop_front().expect("full");
+            d.await.expect("not cancelled").expect("delivered");
+        }
+    }
+    for d in pending {
+        d.await.expect("not cancelled").expect("delivered");
+    }
+    Done {
+        records: j.count,
+        secs: start.elapsed().as_secs_f64(),
+        ..Done::default()
+    }
+}
+
+async fn rdkafka_stream_consume(j: &Job) -> Done {
+    use rdkafka::consumer::{Consumer, StreamConsumer};
+    use rdkafka::{Offset, TopicPartitionList};
+    let c: StreamConsumer = rdkafka_config(vec![
+        ("bootstrap.servers".into(), j.brokers.clone()),
+        ("group.id".into(), "bench".into()),
+        ("enable.auto.commit".into(), "false".into()),
+    ])
+    .create()
+    .expect("config");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition_offset(&j.topic, p, Offset::Beginning)
+            .expect("valid");
+    }
+    c.assign(&tpl).expect("assigned");
+    let start = Instant::now();
+    let mut stream = c.stream();
+    let mut n = 0;
+    while n < j.count {
+        stream.next().await.expect("a stream").expect("a record");
+        n += 1;
+    }
+    Done {
+        records: n,
+        secs: start.elapsed().as_secs_f64(),
+        ..Done::default()
+    }
+}
+
+async fn rskafka_produce(j: &Job) -> Done {
+    use rskafka::client::partition::{Compression, UnknownTopicHandling};
+    use rskafka::client::ClientBuilder;
+    use rskafka::record::Record;
+    let client = ClientBuilder::new(vec![j.brokers.clone()])
+        .build()
+        .await
+        .expect("client");
+    let compression = match j.compression.as_str() {
+        "lz4" => Compression::Lz4,
+        _ => Compression::NoCompression,
+    };
+    let batch = rskafka_batch(j.size);
+    let value = bytes_of(j.size);
+    let start = Instant::now();
+    let per_partition = j.count / PARTITIONS as u64;
+    let mut tasks = Vec::new();
+    for p in 0..PARTITIONS {
+        let n = if p == 0 {
+            j.count - per_partition * (PARTITIONS as u64 - 1)
+        } else {
+            per_partition
+        };
+        let pc = client
+            .partition_client(j.topic.clone(), p, UnknownTopicHandling::Retry)
+            .await
+            .expect("partition client");
+        let value = value.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(batch as u64);
+                let ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .expect("after 1970")
+                    .as_millis() as i64;
+                let timestamp =
+                    rskafka::chrono::DateTime::from_timestamp_millis(ms).expect("in range");
+                // Batches are built ready for rskafka, as its API asks.
+                let records = (0..k)
+                    .map(|_| Record {
+                        key: None,
+                        value: Some(value.clone()),
+                        headers: Default::default(),
+                        timestamp,
+                    })
+                    .collect();
+                pc.produce(records, compression).await.expect("produced");
+                left -= k;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    Done {
+        records: j.count,
+        secs: start.elapsed().as_secs_f64(),
+        ..Done::default()
+    }
+}

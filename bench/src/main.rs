@@ -1,0 +1,269 @@
+//! Benchmarks side by side with librdkafka and rskafka, in one run on the same broker.
+//!
+//! - `kafka-bench matrix [--records N] [--out docs/benchmarks.md]`: for each cell of the
+//!   matrix (record size × acks × compression) a freshly started Tansu; each client produces
+//!   into a topic of its own, in its own child process, in an order that rotates from cell to
+//!   cell; then both consumers read the same topic. CPU time and peak RSS come from `wait4`.
+//!   Then the open-loop latency at a fixed offered rate. Writes the report with its plot.
+//! - `kafka-bench child CLIENT ROLE BROKERS TOPIC COUNT SIZE ACKS COMPRESSION RATE`: one run,
+//!   one JSON line on stdout.
+
+mod clients;
+mod report;
+
+use std::process::{Command, Stdio};
+
+use clients::Job;
+
+/// What the parent measured of one child.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    pub client: String,
+    pub records: u64,
+    pub secs: f64,
+    pub cpu_secs: f64,
+    pub peak_rss_mb: f64,
+    pub latency_us: Option<[u64; 3]>,
+}
+
+impl Measured {
+    pub fn records_per_sec(&self) -> f64 {
+        self.records as f64 / self.secs.max(1e-9)
+    }
+    pub fn cpu_per_million(&self) -> f64 {
+        self.cpu_secs / (self.records as f64 / 1e6).max(1e-9)
+    }
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub size: usize,
+    pub acks: &'static str,
+    pub compression: &'static str,
+    pub records: u64,
+    pub producers: Vec<Measured>,
+    pub consumers: Vec<Measured>,
+}
+
+pub const PRODUCERS: [&str; 5] = [
+    "ours-tokio",
+    "ours-asyncstd",
+    "rdkafka-base",
+    "rdkafka-future",
+    "rskafka",
+];
+pub const CONSUMERS: [&str; 2] = ["ours-tokio", "rdkafka-stream"];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("child") => child(&args[1..]),
+        Some("matrix") => matrix(&args[1..]),
+        _ => {
+            eprintln!("usage: kafka-bench matrix [--records N] [--out FILE] | child ...");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn child(a: &[String]) {
+    let [client, role, brokers, topic, count, size, acks, compression, rate] = a else {
+        panic!("child takes 9 arguments, got {a:?}");
+    };
+    let job = Job {
+        client: client.clone(),
+        role: role.clone(),
+        brokers: brokers.clone(),
+        topic: topic.clone(),
+        count: count.parse().expect("count"),
+        size: size.parse().expect("size"),
+        acks: acks.clone(),
+        compression: compression.clone(),
+        rate: rate.parse().expect("rate"),
+    };
+    let mut done = clients::run(&job);
+    done.latencies_us.sort_unstable();
+    let pct = |q: f64| -> u64 {
+        let v = &done.latencies_us;
+        if v.is_empty() {
+            0
+        } else {
+            v[((v.len() - 1) as f64 * q) as usize]
+        }
+    };
+    println!(
+        "{}",
+        serde_json::json!({
+            "records": done.records,
+            "secs": done.secs,
+            "p50_us": pct(0.5), "p99_us": pct(0.99), "p999_us": pct(0.999),
+        })
+    );
+}
+
+/// Runs one child and measures it.
+fn measure(job: &Job) -> Measured {
+    let exe = std::env::current_exe().expect("own path");
+    // Reaped below with wait4, which also gives its CPU time and peak RSS.
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(exe)
+        .arg("child")
+        .args([
+            &job.client,
+            &job.role,
+            &job.brokers,
+            &job.topic,
+            &job.count.to_string(),
+            &job.size.to_string(),
+            &job.acks,
+            &job.compression,
+            &job.rate.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn a child");
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.expect("piped");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).expect("child output");
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; wait4 reaps our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{} {} failed (status {status}); its output: {out}",
+        job.client,
+        job.role
+    );
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    let lat = [
+        v["p50_us"].as_u64().unwrap_or(0),
+        v["p99_us"].as_u64().unwrap_or(0),
+        v["p999_us"].as_u64().unwrap_or(0),
+    ];
+    Measured {
+        client: job.client.clone(),
+        records: v["records"].as_u64().unwrap_or(0),
+        secs: v["secs"].as_f64().unwrap_or(0.0),
+        cpu_secs: tv(ru.ru_utime) + tv(ru.ru_stime),
+        peak_rss_mb: ru.ru_maxrss as f64 / 1024.0,
+        latency_us: (job.rate > 0).then_some(lat),
+    }
+}
+
+fn flag(a: &[String], name: &str) -> Option<String> {
+    a.iter()
+        .position(|x| x == name)
+        .and_then(|i| a.get(i + 1).cloned())
+}
+
+fn matrix(a: &[String]) {
+    let records: u64 = flag(a, "--records").map_or(5_000_000, |v| v.parse().expect("--records N"));
+    let out = flag(a, "--out").unwrap_or_else(|| "docs/benchmarks.md".into());
+    let rate: u64 = flag(a, "--rate").map_or(100_000, |v| v.parse().expect("--rate N"));
+    let latency_secs: u64 = flag(a, "--latency-secs").map_or(20, |v| v.parse().expect("secs"));
+    let sizes: Vec<usize> = flag(a, "--sizes").map_or(vec![10, 100, 1024, 10240], |v| {
+        v.split(',').map(|s| s.parse().expect("sizes")).collect()
+    });
+    let mut cells = Vec::new();
+    let mut k = 0;
+    let total = sizes.len() * 4;
+    for &size in &sizes {
+        for acks in ["1", "all"] {
+            for compression in ["none", "lz4"] {
+                k += 1;
+                // 5M records or 2 GiB, whichever is fewer.
+                let n = records.min((2u64 << 30) / size as u64);
+                eprintln!(
+                    "[{k}/{total}] {size} B, acks={acks}, {compression}: {n} records per client"
+                );
+                let broker = tests::broker::Broker::start();
+                let mut cell = Cell {
+                    size,
+                    acks,
+                    compression,
+                    records: n,
+                    producers: Vec::new(),
+                    consumers: Vec::new(),
+                };
+                // Alternate: each cell starts with a different client.
+                let mut order: Vec<&str> = PRODUCERS.to_vec();
+                order.rotate_left(k % PRODUCERS.len());
+                for client in order {
+                    let topic = format!("bench-{client}");
+                    broker.create_topic(&topic, 3);
+                    let m = measure(&Job {
+                        client: client.into(),
+                        role: "produce".into(),
+                        brokers: broker.addr.clone(),
+                        topic,
+                        count: n,
+                        size,
+                        acks: acks.into(),
+                        compression: compression.into(),
+                        rate: 0,
+                    });
+                    eprintln!(
+                        "    {client:>15}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS",
+                        m.records_per_sec(),
+                        m.cpu_per_million(),
+                        m.peak_rss_mb
+                    );
+                    cell.producers.push(m);
+                }
+                let mut order: Vec<&str> = CONSUMERS.to_vec();
+                order.rotate_left(k % CONSUMERS.len());
+                for client in order {
+                    let m = measure(&Job {
+                        client: client.into(),
+                        role: "consume".into(),
+                        brokers: broker.addr.clone(),
+                        topic: "bench-rdkafka-base".into(),
+                        count: n,
+                        size,
+                        acks: acks.into(),
+                        compression: compression.into(),
+                        rate: 0,
+                    });
+                    eprintln!(
+                        "    {client:>15} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
+                        m.records_per_sec(),
+                        m.cpu_per_million()
+                    );
+                    cell.consumers.push(m);
+                }
+                drop(broker);
+                cells.push(cell);
+            }
+        }
+    }
+    // Open-loop latency: 100 B, acks=1, no compression, at a fixed offered rate.
+    eprintln!("open-loop latency at {rate} records/s for {latency_secs} s");
+    let mut latency = Vec::new();
+    for client in ["ours-tokio", "rdkafka-base"] {
+        let broker = tests::broker::Broker::start();
+        broker.create_topic("latency", 3);
+        let m = measure(&Job {
+            client: client.into(),
+            role: "produce".into(),
+            brokers: broker.addr.clone(),
+            topic: "latency".into(),
+            count: rate * latency_secs,
+            size: 100,
+            acks: "1".into(),
+            compression: "none".into(),
+            rate,
+        });
+        eprintln!("    {client:>15}: p50/p99/p99.9 {:?} µs", m.latency_us);
+        latency.push(m);
+    }
+    let md = report::markdown(&cells, &latency, rate, records);
+    std::fs::write(&out, md).expect("write the report");
+    let svg_path = std::path::Path::new(&out).with_extension("svg");
+    std::fs::write(&svg_path, report::svg(&cells)).expect("write the plot");
+    eprintln!("wrote {out} and {}", svg_path.display());
+}
