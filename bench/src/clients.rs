@@ -34,7 +34,7 @@ pub struct Done {
 
 const PARTITIONS: i32 = 3;
 /// Outstanding deliveries a closed-loop producer keeps before awaiting the oldest.
-const WINDOW: usize = 200_000;
+const WINDOW: usize = 100_000;
 
 /// The settings every producer gets (as each client spells them).
 pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
@@ -105,7 +105,8 @@ macro_rules! ours_produce {
         async fn $name(j: &Job) -> Done {
             use $krate::{Producer, Record};
             let p = Producer::from_map(ours_producer_config(j)).expect("valid config");
-            let value = bytes_of(j.size);
+            // Shared, as an application holding its payloads in `Bytes` would send them.
+            let value = bytes::Bytes::from(bytes_of(j.size));
             let start = Instant::now();
             let mut done = Done::default();
             if j.rate > 0 {

@@ -152,14 +152,14 @@ pub fn markdown(cells: &[Cell], latency: &[Measured], rate: u64, records: u64) -
         s,
         "- **ours-tokio, ours-asyncstd** (`kafka-tokio`, `kafka-asyncstd`): {}; idempotence on \
          only with acks=all. Each `send` is awaited (it returns at once while memory lasts) and \
-         up to 200,000 deliveries are outstanding.",
+         up to 100,000 deliveries are outstanding.",
         cfg(ours_producer_config(&job))
     );
     let _ = writeln!(
         s,
         "- **rdkafka-base, rdkafka-future** (`rdkafka` 0.39, librdkafka 2.12): {}; idempotence \
          as ours. BaseProducer polls for delivery reports after each send (and on QueueFull); \
-         FutureProducer keeps up to 200,000 futures.",
+         FutureProducer keeps up to 100,000 futures.",
         cfg(rdkafka_producer_config(&job))
     );
     let _ = writeln!(

@@ -141,9 +141,8 @@ impl Future for Delivery {
 pub(crate) enum Command {
     /// The slow path: the caller waits until the core took the record.
     Send(ProducerRecord, oneshot::Sender<Result<Delivery, SendError>>),
-    /// The fast path: the caller already holds the delivery handle; `usize` is the size
-    /// counted in [`Gate::queued`].
-    Enqueue(ProducerRecord, usize, oneshot::Sender<Outcome>),
+    /// The fast path: records wait in [`Gate::lane`]; this wakes the driver to take them all.
+    Drain,
     Flush(oneshot::Sender<()>),
     Close(Duration, oneshot::Sender<()>),
 }
@@ -155,11 +154,26 @@ pub(crate) enum Command {
 /// (`blocked`), or the records not yet taken by the driver reach a quarter of `buffer.memory`
 /// (`queued`), `send` waits for the driver's answer instead. So memory stays within
 /// `buffer.memory` plus that quarter, and a blocked `send` can still be cancelled.
+///
+/// Fast-path records go through `lane`, a shared vector the driver empties in one go: only
+/// the send that finds it empty wakes the driver, so a burst costs one lock per record and
+/// one channel message per burst.
 #[derive(Debug)]
 struct Gate {
     blocked: AtomicBool,
     queued: AtomicUsize,
     limit: usize,
+    lane: std::sync::Mutex<Lane>,
+}
+
+/// A fast-path record: the record, its size counted in [`Gate::queued`], its handle's sender.
+type Queued = (ProducerRecord, usize, oneshot::Sender<Outcome>);
+
+#[derive(Debug, Default)]
+struct Lane {
+    records: Vec<Queued>,
+    /// The driver is gone: sends fail at once.
+    closed: bool,
 }
 
 /// A Kafka producer. Share it behind an `Arc`; dropping it never blocks and fails the records
@@ -184,12 +198,14 @@ impl<R: Runtime> Producer<R> {
             blocked: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
             limit: config.buffer_memory / 4,
+            lane: Default::default(),
         });
         let session = ProducerSession {
             gate: gate.clone(),
             max_block: config.max_block,
             core: kafka_core::Producer::new(config),
-            pending: BTreeMap::new(),
+            pending: Pending::default(),
+            spare: Vec::new(),
             waiting: VecDeque::new(),
             flushes: BTreeMap::new(),
             closers: Vec::new(),
@@ -224,12 +240,20 @@ impl<R: Runtime> Producer<R> {
         if !g.blocked.load(Ordering::Acquire)
             && g.queued.load(Ordering::Relaxed).saturating_add(size) <= g.limit
         {
-            g.queued.fetch_add(size, Ordering::Relaxed);
             let (tx, rx) = oneshot::channel();
-            return match self.commands.unbounded_send(Command::Enqueue(r, size, tx)) {
-                Ok(()) => Ok(Delivery(rx)),
-                Err(_) => Err(SendError::Closed),
+            let wake = {
+                let mut lane = g.lane.lock().unwrap_or_else(|e| e.into_inner());
+                if lane.closed {
+                    return Err(SendError::Closed);
+                }
+                g.queued.fetch_add(size, Ordering::Relaxed);
+                lane.records.push((r, size, tx));
+                lane.records.len() == 1
             };
+            if wake && self.commands.unbounded_send(Command::Drain).is_err() {
+                return Err(SendError::Closed);
+            }
+            return Ok(Delivery(rx));
         }
         let (tx, rx) = oneshot::channel();
         self.commands
@@ -271,6 +295,41 @@ fn approximate_size(r: &ProducerRecord) -> usize {
     let len = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len());
     let headers: usize = r.headers.iter().map(|(k, v)| k.len() + len(v)).sum();
     r.topic.len() + len(&r.key) + len(&r.value) + headers + 64
+}
+
+/// The handles of records in the core, by token. Tokens come in order and outcomes nearly
+/// so: a ring indexed from the oldest token, not a map.
+#[derive(Default)]
+struct Pending {
+    base: u64,
+    slots: VecDeque<Option<oneshot::Sender<Outcome>>>,
+}
+
+impl Pending {
+    fn insert(&mut self, token: RecordToken, tx: oneshot::Sender<Outcome>) {
+        if self.slots.is_empty() {
+            self.base = token.0;
+        }
+        let Some(i) = token.0.checked_sub(self.base) else {
+            debug_assert!(false, "tokens only grow");
+            return;
+        };
+        let i = i as usize;
+        while self.slots.len() <= i {
+            self.slots.push_back(None);
+        }
+        self.slots[i] = Some(tx);
+    }
+
+    fn remove(&mut self, token: RecordToken) -> Option<oneshot::Sender<Outcome>> {
+        let i = usize::try_from(token.0.checked_sub(self.base)?).ok()?;
+        let tx = self.slots.get_mut(i)?.take();
+        while self.slots.front().is_some_and(Option::is_none) {
+            self.slots.pop_front();
+            self.base += 1;
+        }
+        tx
+    }
 }
 
 /// Who is told when a waiting record is taken or given up.
@@ -316,7 +375,9 @@ struct ProducerSession {
     gate: Arc<Gate>,
     core: kafka_core::Producer,
     max_block: Duration,
-    pending: BTreeMap<RecordToken, oneshot::Sender<Outcome>>,
+    pending: Pending,
+    /// The lane's previous vector, kept for its allocation.
+    spare: Vec<Queued>,
     waiting: VecDeque<Waiting>,
     flushes: BTreeMap<FlushToken, oneshot::Sender<()>>,
     closers: Vec<oneshot::Sender<()>>,
@@ -355,6 +416,21 @@ impl ProducerSession {
             .store(!self.waiting.is_empty(), Ordering::Release);
     }
 
+    /// The driver stops: fast-path records not taken fail, and later sends are refused.
+    fn close_lane(&mut self) {
+        let left = {
+            let mut lane = self.gate.lane.lock().unwrap_or_else(|e| e.into_inner());
+            lane.closed = true;
+            std::mem::take(&mut lane.records)
+        };
+        for (_, _, tx) in left {
+            let _ = tx.send(Outcome::Failed {
+                error: DeliveryError::Closed,
+                certainty: Certainty::NotSent,
+            });
+        }
+    }
+
     fn fail_waiting(&mut self) {
         for w in self.waiting.drain(..) {
             w.reply.fail(SendError::Closed, DeliveryError::Closed);
@@ -382,9 +458,17 @@ impl Session for ProducerSession {
     fn command(&mut self, cmd: Command, now: Instant) {
         match cmd {
             Command::Send(record, reply) => self.wait(record, Reply::Caller(reply), now),
-            Command::Enqueue(record, size, reply) => {
-                self.gate.queued.fetch_sub(size, Ordering::Relaxed);
-                self.wait(record, Reply::Handle(reply), now);
+            Command::Drain => {
+                let records = {
+                    let mut lane = self.gate.lane.lock().unwrap_or_else(|e| e.into_inner());
+                    std::mem::replace(&mut lane.records, std::mem::take(&mut self.spare))
+                };
+                let mut records = records;
+                for (record, size, reply) in records.drain(..) {
+                    self.gate.queued.fetch_sub(size, Ordering::Relaxed);
+                    self.wait(record, Reply::Handle(reply), now);
+                }
+                self.spare = records;
             }
             Command::Flush(reply) => {
                 let token = self.core.flush(now);
@@ -401,7 +485,7 @@ impl Session for ProducerSession {
     fn event(&mut self, ev: ProducerEvent, now: Instant) {
         match ev {
             ProducerEvent::Outcome(token, outcome) => {
-                if let Some(tx) = self.pending.remove(&token) {
+                if let Some(tx) = self.pending.remove(token) {
                     let _ = tx.send(outcome); // a dropped handle only loses the observation
                 }
             }
@@ -412,6 +496,7 @@ impl Session for ProducerSession {
                 }
             }
             ProducerEvent::Closed => {
+                self.close_lane();
                 for tx in self.closers.drain(..) {
                     let _ = tx.send(());
                 }
@@ -424,6 +509,7 @@ impl Session for ProducerSession {
         // The producer was dropped: fail what is left, never block. The outcomes are drained
         // before the driver checks `finished`.
         self.fail_waiting();
+        self.close_lane();
         self.core.abort();
         self.finished = true;
     }
