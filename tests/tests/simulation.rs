@@ -247,6 +247,14 @@ mod regressions {
         seed(27);
     }
 
+    /// Two fetches whose limits were below a batch were in flight at once, and both brought
+    /// a whole first batch (KIP-74): the prefetch budget was exceeded by two batches (kafka-core
+    /// fetcher; 34 of 25,000 seeds).
+    #[test]
+    fn seed_1450_the_budget_is_exceeded_by_one_batch_at_most() {
+        seed(1450);
+    }
+
     /// The last in-sync replica was dropped from the ISR when it crashed, leaving the partition
     /// without a leader for good (the simulated cluster, not the client).
     #[test]

@@ -215,6 +215,10 @@ pub struct Fetcher {
     reserved: usize,
     reservations: BTreeMap<NodeId, usize>,
     fetch_seq: usize,
+    /// The broker the next round of fetches starts with (each gets its turn).
+    node_turn: usize,
+    /// The largest batch fetched so far (none yet: `max.partition.fetch.bytes` is assumed).
+    largest_batch: Option<usize>,
     /// KIP-227 fetch sessions, per broker.
     sessions: BTreeMap<NodeId, session::FetchSession>,
     group: Option<group::Group>,
@@ -250,6 +254,8 @@ impl Fetcher {
             reserved: 0,
             reservations: BTreeMap::new(),
             fetch_seq: 0,
+            node_turn: 0,
+            largest_batch: None,
             sessions: BTreeMap::new(),
             group: group::Group::new(&cfg),
             cfg,
@@ -467,6 +473,15 @@ impl Fetcher {
         // by the simulation, seed 27).
         let brokers: BTreeSet<NodeId> = wanted.keys().chain(&self.fetching).copied().collect();
         let share = (self.budget() / brokers.len().max(1)).max(1);
+        let mut wanted: Vec<_> = wanted.into_iter().collect();
+        if !wanted.is_empty() {
+            let turn = self.node_turn % wanted.len();
+            wanted.rotate_left(turn);
+            self.node_turn = self.node_turn.wrapping_add(1);
+        }
+        let largest = self
+            .largest_batch
+            .unwrap_or(self.cfg.max_partition_fetch_bytes.max(1) as usize);
         for (node, mut tps) in wanted {
             // Each fetch starts at a different partition, so that a spent budget (or
             // fetch.max.bytes) does not always favour the same ones.
@@ -490,6 +505,13 @@ impl Fetcher {
             let max_bytes = room
                 .min(share)
                 .min(self.cfg.fetch_max_bytes.max(1) as usize);
+            // KIP-74: a response holds its first batch whole, even past `max_bytes`. So a fetch
+            // whose limit is below a batch may overshoot the budget: only one such fetch may be
+            // in flight, and the budget is exceeded by one batch at most (found by the
+            // simulation: two overshooting fetches at once, seed 1450).
+            if max_bytes < largest && !self.fetching.is_empty() {
+                break;
+            }
             let want: BTreeMap<TopicPartition, session::FetchState> = tps
                 .iter()
                 .map(|tp| {
