@@ -276,3 +276,53 @@ fn automatic_commits_run_on_their_interval_and_only_when_something_changed() {
         "revoked partitions are gone"
     );
 }
+
+/// A commit queued (the coordinator unreachable) or to be retried must not carry partitions
+/// lost meanwhile: sent in the next generation, it would move back their new owner's offsets
+/// (found by the simulation, seed 43579).
+#[test]
+fn queued_commits_forget_partitions_that_went_away() {
+    let mut o = offsets(None);
+    o.consumed(&tp(0), 10, 2);
+    o.consumed(&tp(1), 7, 2);
+    o.commit(); // queued: no request goes out while the coordinator is unreachable
+    o.removed(&[tp(1)]);
+    let Some(OffsetRequest::Commit(c)) = o.poll_request(Some((5, "me")), ms(1)) else {
+        panic!("OffsetCommit")
+    };
+    let sent: Vec<i32> = c.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.partition_index)
+        .collect();
+    assert_eq!(
+        sent,
+        [0],
+        "partition 1 went away before the commit was sent"
+    );
+}
+
+#[test]
+fn a_retried_commit_forgets_partitions_that_went_away() {
+    let mut o = offsets(None);
+    o.consumed(&tp(0), 10, 2);
+    o.consumed(&tp(1), 7, 2);
+    o.commit();
+    assert!(matches!(
+        o.poll_request(GEN, ms(0)),
+        Some(OffsetRequest::Commit(_))
+    ));
+    // The coordinator is loading: the commit is retried after a backoff...
+    o.handle_response(commit_ok(&[0, 1], 14), ms(1));
+    // ...by when partition 1 was lost in a rebalance.
+    o.removed(&[tp(1)]);
+    let Some(OffsetRequest::Commit(c)) = o.poll_request(Some((5, "me")), ms(500)) else {
+        panic!("the retried OffsetCommit")
+    };
+    let sent: Vec<i32> = c.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.partition_index)
+        .collect();
+    assert_eq!(sent, [0]);
+}

@@ -255,6 +255,14 @@ mod regressions {
         seed(1450);
     }
 
+    /// A commit queued before a rebalance still carried a partition the member then lost, and
+    /// went out in the next generation, moving back its new owner's committed offset
+    /// (kafka-core offsets; 1 of 25,000 seeds).
+    #[test]
+    fn seed_43579_queued_commits_forget_lost_partitions() {
+        seed(43579);
+    }
+
     /// The last in-sync replica was dropped from the ISR when it crashed, leaving the partition
     /// without a leader for good (the simulated cluster, not the client).
     #[test]

@@ -133,11 +133,18 @@ impl Offsets {
     }
 
     /// Partitions went away (revoked or lost): forget them. Commit before, if at all.
+    ///
+    /// Commits still queued (or to be retried) forget them too: sent later, in the next
+    /// generation, they would move back the offsets their new owner commits (found by the
+    /// simulation, seed 43579).
     pub fn removed(&mut self, tps: &[TopicPartition]) {
         for tp in tps {
             self.to_fetch.remove(tp);
             self.consumed.remove(tp);
             self.committed.remove(tp);
+            for c in &mut self.commits {
+                c.offsets.remove(tp);
+            }
         }
     }
 
