@@ -185,35 +185,42 @@ impl ScriptedBroker {
     }
 
     fn api_versions(&self, version: i16) -> Reply {
-        let api_keys = self
-            .versions
-            .iter()
-            .map(|&(api_key, min_version, max_version)| ApiVersion {
-                api_key,
-                min_version,
-                max_version,
-                ..Default::default()
-            })
-            .collect();
         let max = self
             .versions
             .iter()
             .find(|v| v.0 == ApiKey::ApiVersions.key())
             .map_or(0, |v| v.2);
-        if version > max {
-            // Too new for this broker: error 35 in a v0 body, listing what it does speak.
-            let resp = ApiVersionsResponse {
-                error_code: 35,
-                api_keys,
-                ..Default::default()
-            };
-            return Reply::RespondAt(ResponseBody::ApiVersions(resp), 0);
+        match api_versions_answer(&self.versions, max, version) {
+            (body, Some(at)) => Reply::RespondAt(body, at),
+            (body, None) => Reply::Respond(body),
         }
-        Reply::Respond(ResponseBody::ApiVersions(ApiVersionsResponse {
-            api_keys,
-            ..Default::default()
-        }))
     }
+}
+
+/// An ApiVersions answer listing `table` (`(api key, min, max)`), for a request at `version`
+/// to a broker that speaks ApiVersions up to `max`. A too-new request gets error 35 in a v0
+/// body (the `Some(0)`: the version to encode at), listing what the broker does speak.
+pub(crate) fn api_versions_answer(
+    table: &[(i16, i16, i16)],
+    max: i16,
+    version: i16,
+) -> (ResponseBody, Option<i16>) {
+    let api_keys = table
+        .iter()
+        .map(|&(api_key, min_version, max_version)| ApiVersion {
+            api_key,
+            min_version,
+            max_version,
+            ..Default::default()
+        })
+        .collect();
+    let too_new = version > max;
+    let resp = ApiVersionsResponse {
+        error_code: if too_new { 35 } else { 0 },
+        api_keys,
+        ..Default::default()
+    };
+    (ResponseBody::ApiVersions(resp), too_new.then_some(0))
 }
 
 #[cfg(test)]

@@ -12,11 +12,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::{Bytes, BytesMut};
 use kafka_proto::api::{ApiKey, RequestBody, ResponseBody};
-use kafka_proto::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
 use kafka_proto::record::RecordBatches;
 use kafka_proto::{decode_request, encode_response, FrameDecoder, RequestHeader};
 use uuid::Uuid;
 
+use crate::scripted::api_versions_answer;
 pub use crate::scripted::SimTime;
 
 mod coordinator;
@@ -308,28 +308,11 @@ impl SimCluster {
                     .map(|k| (k.key(), k.min_version(), k.max_version()))
                     .collect()
             });
-        let api_keys = table
-            .iter()
-            .map(|&(api_key, min_version, max_version)| ApiVersion {
-                api_key,
-                min_version,
-                max_version,
-                ..Default::default()
-            })
-            .collect();
-        let max = ApiKey::ApiVersions.max_version();
-        if version > max {
-            let resp = ApiVersionsResponse {
-                error_code: 35,
-                api_keys,
-                ..Default::default()
-            };
-            return Answer::At(ResponseBody::ApiVersions(resp), 0);
+        // Answered as the codec's newest ApiVersions, whatever the table says of it.
+        match api_versions_answer(&table, ApiKey::ApiVersions.max_version(), version) {
+            (body, Some(at)) => Answer::At(body, at),
+            (body, None) => Answer::Now(body),
         }
-        Answer::Now(ResponseBody::ApiVersions(ApiVersionsResponse {
-            api_keys,
-            ..Default::default()
-        }))
     }
 
     /// Encodes an answer into its slot and writes out what is ready in order.
