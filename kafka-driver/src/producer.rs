@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_channel::{mpsc, oneshot};
+use futures_util::future::Either;
 use futures_util::FutureExt;
 use kafka_core::config::{ConfigError, ProducerConfig};
 use kafka_core::producer::{
@@ -139,31 +140,51 @@ impl Future for Delivery {
 }
 
 pub(crate) enum Command {
-    /// The slow path: the caller waits until the core took the record.
-    Send(ProducerRecord, oneshot::Sender<Result<Delivery, SendError>>),
-    /// The fast path: records wait in [`Gate::lane`]; this wakes the driver to take them all.
+    /// Records wait in [`Gate::lane`]; this wakes the driver to take them all.
     Drain,
     Flush(oneshot::Sender<()>),
     Close(Duration, oneshot::Sender<()>),
 }
 
-/// Lets `send` skip the round trip to the driver while memory is plentiful.
+/// Lets `send` hand records over without a round trip to the driver.
 ///
-/// Without back-pressure, `send` hands the record over and returns its delivery handle at once:
-/// one channel push, no wake-up of the caller. Once the driver has records waiting for memory
-/// (`blocked`), or the records not yet taken by the driver reach a quarter of `buffer.memory`
-/// (`queued`), `send` waits for the driver's answer instead. So memory stays within
-/// `buffer.memory` plus that quarter, and a blocked `send` can still be cancelled.
+/// While the gate is open, `send` pushes the record into `lane` and returns its delivery
+/// handle at once. The gate closes while the driver has records waiting for memory
+/// (`blocked`), or while the records not yet taken by the driver reach a quarter of
+/// `buffer.memory` (`queued`). A closed gate makes `send` wait for `opened`, not for a reply
+/// from the driver: under back-pressure a sender wakes once per freed batch, not once per
+/// record. So memory stays within `buffer.memory` plus that quarter, and a blocked `send`
+/// queues nothing and can be cancelled.
 ///
-/// Fast-path records go through `lane`, a shared vector the driver empties in one go: only
-/// the send that finds it empty wakes the driver, so a burst costs one lock per record and
-/// one channel message per burst.
+/// `lane` is a shared vector the driver empties in one go: only the send that finds it empty
+/// wakes the driver, so a burst costs one lock per record and one channel message per burst.
 #[derive(Debug)]
 struct Gate {
     blocked: AtomicBool,
     queued: AtomicUsize,
     limit: usize,
     lane: std::sync::Mutex<Lane>,
+    /// Fired when the gate may have opened.
+    opened: event_listener::Event,
+}
+
+impl Gate {
+    /// Whether a record of `size` may go into the lane now. One record always may when the
+    /// lane is empty, however large, so that the core can refuse it with a reason.
+    fn admits(&self, size: usize) -> bool {
+        if self.blocked.load(Ordering::Acquire) {
+            return false;
+        }
+        let queued = self.queued.load(Ordering::Acquire);
+        queued == 0 || queued.saturating_add(size) <= self.limit
+    }
+
+    /// Wakes every waiting `send` if the gate is open.
+    fn notify_if_open(&self) {
+        if !self.blocked.load(Ordering::Acquire) {
+            self.opened.notify(usize::MAX);
+        }
+    }
 }
 
 /// A fast-path record: the record, its size counted in [`Gate::queued`], its handle's sender.
@@ -181,6 +202,7 @@ struct Lane {
 pub struct Producer<R> {
     commands: mpsc::UnboundedSender<Command>,
     gate: Arc<Gate>,
+    max_block: Duration,
     _runtime: PhantomData<fn() -> R>,
 }
 
@@ -199,10 +221,12 @@ impl<R: Runtime> Producer<R> {
             queued: AtomicUsize::new(0),
             limit: config.buffer_memory / 4,
             lane: Default::default(),
+            opened: event_listener::Event::new(),
         });
+        let max_block = config.max_block;
         let session = ProducerSession {
             gate: gate.clone(),
-            max_block: config.max_block,
+            max_block,
             core: kafka_core::Producer::new(config),
             pending: Pending::default(),
             spare: Vec::new(),
@@ -215,6 +239,7 @@ impl<R: Runtime> Producer<R> {
         Producer {
             commands: tx,
             gate,
+            max_block,
             _runtime: PhantomData,
         }
     }
@@ -229,37 +254,47 @@ impl<R: Runtime> Producer<R> {
     /// Queues a record, waiting up to `max.block.ms` for buffer memory, and returns the handle
     /// to its outcome. Cancelling this future before it returns leaves nothing queued.
     ///
-    /// While memory is plentiful it returns at once, and a record the producer refuses (too
-    /// large, a bad partition) fails through its handle with [`DeliveryError::Refused`]; under
-    /// back-pressure such refusals come back here as [`SendError::Rejected`].
+    /// A record the producer refuses (too large, a bad partition) fails through its handle
+    /// with [`DeliveryError::Refused`].
     pub async fn send(&self, record: Record) -> Result<Delivery, SendError> {
         let mut r = record.inner;
         r.timestamp = record.timestamp.unwrap_or_else(wall_clock_ms);
         let size = approximate_size(&r);
         let g = &self.gate;
-        if !g.blocked.load(Ordering::Acquire)
-            && g.queued.load(Ordering::Relaxed).saturating_add(size) <= g.limit
-        {
-            let (tx, rx) = oneshot::channel();
-            let wake = {
-                let mut lane = g.lane.lock().unwrap_or_else(|e| e.into_inner());
-                if lane.closed {
-                    return Err(SendError::Closed);
-                }
-                g.queued.fetch_add(size, Ordering::Relaxed);
-                lane.records.push((r, size, tx));
-                lane.records.len() == 1
-            };
-            if wake && self.commands.unbounded_send(Command::Drain).is_err() {
+        let mut timer: Option<R::Timer> = None;
+        loop {
+            if g.admits(size) {
+                return self.enqueue(r, size);
+            }
+            let listener = g.opened.listen();
+            // Checked again once listening: the driver may have opened the gate in between.
+            if g.admits(size) {
+                continue;
+            }
+            let timer =
+                timer.get_or_insert_with(|| R::timer(std::time::Instant::now() + self.max_block));
+            if let Either::Right(_) = futures_util::future::select(listener, timer).await {
+                return Err(SendError::Timeout);
+            }
+        }
+    }
+
+    /// Puts a record into the lane, waking the driver if the lane was empty.
+    fn enqueue(&self, record: ProducerRecord, size: usize) -> Result<Delivery, SendError> {
+        let (tx, rx) = oneshot::channel();
+        let wake = {
+            let mut lane = self.gate.lane.lock().unwrap_or_else(|e| e.into_inner());
+            if lane.closed {
                 return Err(SendError::Closed);
             }
-            return Ok(Delivery(rx));
+            self.gate.queued.fetch_add(size, Ordering::AcqRel);
+            lane.records.push((record, size, tx));
+            lane.records.len() == 1
+        };
+        if wake && self.commands.unbounded_send(Command::Drain).is_err() {
+            return Err(SendError::Closed);
         }
-        let (tx, rx) = oneshot::channel();
-        self.commands
-            .unbounded_send(Command::Send(r, tx))
-            .map_err(|_| SendError::Closed)?;
-        rx.await.map_err(|_| SendError::Closed)?
+        Ok(Delivery(rx))
     }
 
     /// Waits until every record sent before has its outcome.
@@ -332,42 +367,18 @@ impl Pending {
     }
 }
 
-/// Who is told when a waiting record is taken or given up.
-enum Reply {
-    /// A `send` call still waiting (slow path).
-    Caller(oneshot::Sender<Result<Delivery, SendError>>),
-    /// A delivery handle already returned (fast path).
-    Handle(oneshot::Sender<Outcome>),
+/// Fails a record whose handle was already returned.
+fn fail(reply: oneshot::Sender<Outcome>, error: DeliveryError) {
+    let _ = reply.send(Outcome::Failed {
+        error,
+        certainty: Certainty::NotSent,
+    });
 }
 
-impl Reply {
-    fn is_canceled(&self) -> bool {
-        match self {
-            Reply::Caller(tx) => tx.is_canceled(),
-            // A dropped handle only loses the observation: the record still goes.
-            Reply::Handle(_) => false,
-        }
-    }
-
-    fn fail(self, send: SendError, delivery: DeliveryError) {
-        match self {
-            Reply::Caller(tx) => {
-                let _ = tx.send(Err(send));
-            }
-            Reply::Handle(tx) => {
-                let _ = tx.send(Outcome::Failed {
-                    error: delivery,
-                    certainty: Certainty::NotSent,
-                });
-            }
-        }
-    }
-}
-
-/// A send waiting for buffer memory, in arrival order.
+/// A record taken from the lane, waiting for buffer memory, in arrival order.
 struct Waiting {
     record: ProducerRecord,
-    reply: Reply,
+    reply: oneshot::Sender<Outcome>,
     deadline: Instant,
 }
 
@@ -388,27 +399,13 @@ impl ProducerSession {
     /// Sends waiting records in order until memory runs out again.
     fn send_waiting(&mut self, now: Instant) {
         while let Some(w) = self.waiting.pop_front() {
-            if w.reply.is_canceled() {
-                continue; // the caller cancelled its send: queue nothing
-            }
             match self.core.send_or_return(w.record, now) {
-                Ok(token) => match w.reply {
-                    Reply::Caller(reply) => {
-                        let (tx, rx) = oneshot::channel();
-                        self.pending.insert(token, tx);
-                        let _ = reply.send(Ok(Delivery(rx)));
-                    }
-                    Reply::Handle(tx) => {
-                        self.pending.insert(token, tx);
-                    }
-                },
+                Ok(token) => self.pending.insert(token, w.reply),
                 Err((CoreSendError::BufferFull, record)) => {
                     self.waiting.push_front(Waiting { record, ..w });
                     break;
                 }
-                Err((e, _)) => w
-                    .reply
-                    .fail(SendError::Rejected(e.clone()), DeliveryError::Refused(e)),
+                Err((e, _)) => fail(w.reply, DeliveryError::Refused(e)),
             }
         }
         self.gate
@@ -416,7 +413,7 @@ impl ProducerSession {
             .store(!self.waiting.is_empty(), Ordering::Release);
     }
 
-    /// The driver stops: fast-path records not taken fail, and later sends are refused.
+    /// The driver stops: records not taken fail, and later sends are refused.
     fn close_lane(&mut self) {
         let left = {
             let mut lane = self.gate.lane.lock().unwrap_or_else(|e| e.into_inner());
@@ -424,26 +421,39 @@ impl ProducerSession {
             std::mem::take(&mut lane.records)
         };
         for (_, _, tx) in left {
-            let _ = tx.send(Outcome::Failed {
-                error: DeliveryError::Closed,
-                certainty: Certainty::NotSent,
-            });
+            fail(tx, DeliveryError::Closed);
         }
+        // Waiting sends wake up to find the lane closed.
+        self.gate.blocked.store(false, Ordering::Release);
+        self.gate.queued.store(0, Ordering::Release);
+        self.gate.opened.notify(usize::MAX);
     }
 
     fn fail_waiting(&mut self) {
         for w in self.waiting.drain(..) {
-            w.reply.fail(SendError::Closed, DeliveryError::Closed);
+            fail(w.reply, DeliveryError::Closed);
         }
     }
 
-    fn wait(&mut self, record: ProducerRecord, reply: Reply, now: Instant) {
+    /// Hands a record from the lane to the core, or queues it behind the records already
+    /// waiting for memory (they go first, in order).
+    fn take(&mut self, record: ProducerRecord, reply: oneshot::Sender<Outcome>, now: Instant) {
+        let record = if self.waiting.is_empty() {
+            match self.core.send_or_return(record, now) {
+                Ok(token) => return self.pending.insert(token, reply),
+                Err((CoreSendError::BufferFull, record)) => record,
+                Err((e, _)) => return fail(reply, DeliveryError::Refused(e)),
+            }
+        } else {
+            record
+        };
+        // The core said so when it refused, and will say MemoryAvailable when it frees some.
+        self.gate.blocked.store(true, Ordering::Release);
         self.waiting.push_back(Waiting {
             record,
             reply,
             deadline: now + self.max_block,
         });
-        self.send_waiting(now);
     }
 }
 
@@ -457,7 +467,6 @@ impl Session for ProducerSession {
 
     fn command(&mut self, cmd: Command, now: Instant) {
         match cmd {
-            Command::Send(record, reply) => self.wait(record, Reply::Caller(reply), now),
             Command::Drain => {
                 let records = {
                     let mut lane = self.gate.lane.lock().unwrap_or_else(|e| e.into_inner());
@@ -465,10 +474,11 @@ impl Session for ProducerSession {
                 };
                 let mut records = records;
                 for (record, size, reply) in records.drain(..) {
-                    self.gate.queued.fetch_sub(size, Ordering::Relaxed);
-                    self.wait(record, Reply::Handle(reply), now);
+                    self.gate.queued.fetch_sub(size, Ordering::AcqRel);
+                    self.take(record, reply, now);
                 }
                 self.spare = records;
+                self.gate.notify_if_open();
             }
             Command::Flush(reply) => {
                 let token = self.core.flush(now);
@@ -489,7 +499,10 @@ impl Session for ProducerSession {
                     let _ = tx.send(outcome); // a dropped handle only loses the observation
                 }
             }
-            ProducerEvent::MemoryAvailable => self.send_waiting(now),
+            ProducerEvent::MemoryAvailable => {
+                self.send_waiting(now);
+                self.gate.notify_if_open();
+            }
             ProducerEvent::FlushComplete(token) => {
                 if let Some(tx) = self.flushes.remove(&token) {
                     let _ = tx.send(());
@@ -521,11 +534,12 @@ impl Session for ProducerSession {
     fn expire(&mut self, now: Instant) {
         while self.waiting.front().is_some_and(|w| w.deadline <= now) {
             let w = self.waiting.pop_front().expect("checked");
-            w.reply.fail(SendError::Timeout, DeliveryError::BufferFull);
+            fail(w.reply, DeliveryError::BufferFull);
         }
         self.gate
             .blocked
             .store(!self.waiting.is_empty(), Ordering::Release);
+        self.gate.notify_if_open();
     }
 
     fn finished(&self) -> bool {

@@ -230,6 +230,9 @@ pub struct Network<T> {
     next_correlation: i32,
     transmits: VecDeque<Transmit>,
     events: VecDeque<NetEvent<T>>,
+    /// The size of the last request of each API, by key: the next one's buffer starts that
+    /// large, so a megabyte Produce request is not grown (and copied) by doubling.
+    frame_hint: Vec<usize>,
 }
 
 impl<T> Network<T> {
@@ -251,6 +254,7 @@ impl<T> Network<T> {
             next_correlation: 0,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
+            frame_hint: Vec::new(),
         }
     }
 
@@ -453,9 +457,16 @@ impl<T> Network<T> {
     ) -> Result<(), SendError> {
         let correlation_id = self.next_correlation;
         self.next_correlation = self.next_correlation.wrapping_add(1) & i32::MAX;
-        let mut buf = BytesMut::new();
+        let key = usize::try_from(R::API_KEY.key()).unwrap_or(0);
+        let hint = self.frame_hint.get(key).copied().unwrap_or(0);
+        let mut buf = BytesMut::with_capacity(hint);
         let client_id = (!self.cfg.client_id.is_empty()).then_some(self.cfg.client_id.as_str());
         encode_request(&mut buf, request, version, correlation_id, client_id)?;
+        if self.frame_hint.len() <= key {
+            self.frame_hint.resize(key + 1, 0);
+        }
+        // A little over the last size: a batch may grow by a few records between requests.
+        self.frame_hint[key] = buf.len() + buf.len() / 8;
         let deadline = now + self.cfg.request_timeout;
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
         if let Some(tag) = tag {

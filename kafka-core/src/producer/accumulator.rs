@@ -133,6 +133,9 @@ pub(crate) struct Accumulator {
     /// Compressed / uncompressed size, learned from sealed batches, so compressed batches
     /// fill up to `batch.size` on the wire rather than before compression.
     ratio: f64,
+    /// How many records the last batch that filled up held: a new batch's record list starts
+    /// that large, rather than growing (and copying) by doubling on the hot path.
+    records_hint: usize,
 }
 
 /// The size a record adds to a batch, an upper bound computed without a builder.
@@ -163,6 +166,7 @@ impl Accumulator {
             next_id: 0,
             free: Vec::new(),
             ratio: 1.0,
+            records_hint: 0,
         }
     }
 
@@ -204,6 +208,7 @@ impl Accumulator {
                     });
                 }
                 last.full = true;
+                self.records_hint = last.records.len();
             }
         }
         let need = BATCH_HEADER_LEN + record_size(r);
@@ -240,10 +245,14 @@ impl Accumulator {
             tp: tp.clone(),
             builder: Some(b),
             sealed: None,
-            records: vec![RecordMeta {
-                token,
-                timestamp: r.timestamp,
-            }],
+            records: {
+                let mut v = Vec::with_capacity(self.records_hint.max(1));
+                v.push(RecordMeta {
+                    token,
+                    timestamp: r.timestamp,
+                });
+                v
+            },
             created: now,
             deadline,
             attempts: 0,

@@ -235,14 +235,26 @@ impl Producer {
                 return Err((SendError::BufferFull, record));
             }
             self.acc.pool.used += size;
-            *self.pending_topics.entry(record.topic.clone()).or_default() += 1;
+            // Only the first record waiting for a topic wakes the sender (to ask for its
+            // metadata); the others change nothing it would act on, and a burst sent before
+            // the metadata arrives would otherwise run the sender once per record.
+            let first = match self.pending_topics.get_mut(&record.topic) {
+                Some(n) => {
+                    *n += 1;
+                    false
+                }
+                None => {
+                    self.pending_topics.insert(record.topic.clone(), 1);
+                    true
+                }
+            };
             self.pending.push_back(Pending {
                 token,
                 record,
                 deadline: now + self.cfg.max_block,
                 size,
             });
-            true
+            first
         };
         // Only a new batch (or a full one, which opens a new one) wakes the sender; appending
         // to an open batch changes nothing it would act on.
@@ -750,15 +762,28 @@ impl Producer {
             }
             self.acc.pool.used -= p.size.min(self.acc.pool.used);
             let deadline = now + self.cfg.delivery_timeout;
-            if self.append(p.token, p.record.clone(), deadline).is_err() {
+            // Forgotten first: the append takes the record (and its topic) by value.
+            self.forget_pending_topic(&p.record.topic);
+            let Pending {
+                token,
+                record,
+                deadline: max_block,
+                size,
+            } = p;
+            if let Err((_, record)) = self.append(token, record, deadline) {
                 // Keep the waiters flag as it is: a user send may still be waiting for memory,
                 // and only a release should clear it (with a MemoryAvailable event). Later
                 // records wait too, so none overtakes this one.
-                self.acc.pool.used += p.size;
-                self.pending.push_front(p);
+                self.acc.pool.used += size;
+                *self.pending_topics.entry(record.topic.clone()).or_default() += 1;
+                self.pending.push_front(Pending {
+                    token,
+                    record,
+                    deadline: max_block,
+                    size,
+                });
                 break;
             }
-            self.forget_pending_topic(&p.record.topic);
         }
         while let Some(p) = skipped.pop_back() {
             self.pending.push_front(p);
