@@ -48,7 +48,7 @@ impl<R: Runtime> Admin<R> {
             replies: BTreeMap::new(),
             finished: false,
         };
-        R::spawn(driver::run::<R, _>(session, rx));
+        R::spawn(driver::run::<R, _>(session, rx, std::time::Instant::now()));
         Admin {
             commands: tx,
             _runtime: PhantomData,
@@ -127,8 +127,8 @@ impl Session for AdminSession {
     type Command = Command;
     type Core = kafka_core::Admin;
 
-    fn core(&mut self) -> &mut kafka_core::Admin {
-        &mut self.core
+    fn with_core<T>(&mut self, f: impl FnOnce(&mut kafka_core::Admin) -> T) -> T {
+        f(&mut self.core)
     }
 
     fn command(&mut self, cmd: Command, now: Instant) {

@@ -138,7 +138,7 @@ impl<R: Runtime> Consumer<R> {
             closers: Vec::new(),
             finished: false,
         };
-        R::spawn(driver::run::<R, _>(session, rx));
+        R::spawn(driver::run::<R, _>(session, rx, std::time::Instant::now()));
         Consumer {
             commands: tx,
             local: VecDeque::new(),
@@ -450,8 +450,8 @@ impl Session for ConsumerSession {
     type Command = Command;
     type Core = Fetcher;
 
-    fn core(&mut self) -> &mut Fetcher {
-        &mut self.core
+    fn with_core<T>(&mut self, f: impl FnOnce(&mut Fetcher) -> T) -> T {
+        f(&mut self.core)
     }
 
     fn command(&mut self, cmd: Command, now: Instant) {

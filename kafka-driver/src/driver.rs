@@ -30,8 +30,8 @@ pub(crate) trait Session: Send + 'static {
     type Command: Send + 'static;
     /// The sans-IO core.
     type Core: Machine;
-    /// The core.
-    fn core(&mut self) -> &mut Self::Core;
+    /// Runs `f` on the core (which the producer shares with its handles, behind a lock).
+    fn with_core<T>(&mut self, f: impl FnOnce(&mut Self::Core) -> T) -> T;
     /// A user command arrived.
     fn command(&mut self, cmd: Self::Command, now: Instant);
     /// The core emitted a user event.
@@ -73,25 +73,29 @@ struct Driver<R: Runtime, S: Session> {
     read_buf: Box<[u8]>,
     timer: Option<(R::Timer, Instant)>,
     finish_by: Option<Instant>,
+    /// Outputs taken from the core in one go (one lock), then acted on.
+    outputs: VecDeque<Output<<S::Core as Machine>::Event>>,
     /// Closed by the core, still writing what was queued before the close.
     closing: Vec<(Conn<R>, Instant)>,
 }
 
-/// Runs a session until it is finished.
+/// Runs a session until it is finished. The core's clock counts from `start`.
 pub(crate) async fn run<R: Runtime, S: Session>(
     session: S,
     commands: mpsc::UnboundedReceiver<S::Command>,
+    start: std::time::Instant,
 ) {
     let mut d = Driver::<R, S> {
         session,
         commands,
         detached: false,
-        start: std::time::Instant::now(),
+        start,
         conns: BTreeMap::new(),
         connecting: FuturesUnordered::new(),
         read_buf: vec![0; 256 * 1024].into_boxed_slice(),
         timer: None,
         finish_by: None,
+        outputs: VecDeque::new(),
         closing: Vec::new(),
     };
     std::future::poll_fn(|cx| d.poll(cx)).await
@@ -122,8 +126,13 @@ impl<R: Runtime, S: Session> Driver<R, S> {
             let mut progress = self.poll_commands(cx, now);
             progress |= self.poll_connects(cx, now);
             progress |= self.poll_reads(cx, now);
-            if self.session.core().poll_timeout().is_some_and(|t| t <= now) {
-                self.session.core().handle_timeout(now);
+            if self.session.with_core(|c| {
+                let due = c.poll_timeout().is_some_and(|t| t <= now);
+                if due {
+                    c.handle_timeout(now);
+                }
+                due
+            }) {
                 progress = true;
             }
             if self.session.deadline().is_some_and(|t| t <= now) {
@@ -222,9 +231,11 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                             queue: VecDeque::new(),
                         },
                     );
-                    self.session.core().handle_connected(conn, now);
+                    self.session.with_core(|c| c.handle_connected(conn, now));
                 }
-                Err(_) => self.session.core().handle_connect_failed(conn, now),
+                Err(_) => self
+                    .session
+                    .with_core(|c| c.handle_connect_failed(conn, now)),
             }
         }
         progress
@@ -238,9 +249,9 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                 match Pin::new(&mut c.reader).poll_read(cx, &mut self.read_buf) {
                     Poll::Ready(Ok(n)) if n > 0 => {
                         progress = true;
+                        let bytes = &self.read_buf[..n];
                         self.session
-                            .core()
-                            .handle_received(id, &self.read_buf[..n], now);
+                            .with_core(|c| c.handle_received(id, bytes, now));
                     }
                     Poll::Ready(_) => {
                         closed.push(id);
@@ -253,14 +264,20 @@ impl<R: Runtime, S: Session> Driver<R, S> {
         for id in closed {
             progress = true;
             self.conns.remove(&id);
-            self.session.core().handle_closed(id, now);
+            self.session.with_core(|c| c.handle_closed(id, now));
         }
         progress
     }
 
     fn drain(&mut self, now: Instant) -> bool {
         let mut progress = false;
-        while let Some(out) = self.session.core().poll_output() {
+        let outputs = &mut self.outputs;
+        self.session.with_core(|c| {
+            while let Some(out) = c.poll_output() {
+                outputs.push_back(out);
+            }
+        });
+        while let Some(out) = self.outputs.pop_front() {
             progress = true;
             match out {
                 Output::Transmit(Transmit::Connect { conn, addr }) => {
@@ -307,14 +324,14 @@ impl<R: Runtime, S: Session> Driver<R, S> {
         for id in failed {
             progress = true;
             self.conns.remove(&id);
-            self.session.core().handle_closed(id, now);
+            self.session.with_core(|c| c.handle_closed(id, now));
         }
         progress
     }
 
     /// Arms the timer for the next deadline. Returns true if it already fired.
     fn arm_timer(&mut self, cx: &mut Context<'_>) -> bool {
-        let core = self.session.core().poll_timeout();
+        let core = self.session.with_core(|c| c.poll_timeout());
         let next = core.into_iter().chain(self.session.deadline()).min();
         let Some(next) = next else {
             self.timer = None;

@@ -23,6 +23,9 @@ pub use kafka_core::admin::{
 };
 pub use kafka_core::config::{AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};
 pub use kafka_core::fetcher::{FetchError, StartFrom};
+/// Why the producer refused a record (inside [`SendError::Rejected`] and
+/// [`DeliveryError::Refused`]).
+pub use kafka_core::producer::SendError as CoreSendError;
 pub use kafka_core::producer::{Certainty, DeliveryError};
 pub use kafka_core::proto::record::{Header, Headers};
 pub use kafka_core::proto::ErrorCode;

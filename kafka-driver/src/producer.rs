@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -80,7 +80,7 @@ impl Record {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendError {
-    /// The core refused it (too large, closed, invalid partition).
+    /// The producer refused it (too large, an invalid partition).
     #[error(transparent)]
     Rejected(#[from] CoreSendError),
     /// `buffer.memory` stayed full for `max.block.ms`.
@@ -140,68 +140,83 @@ impl Future for Delivery {
 }
 
 pub(crate) enum Command {
-    /// Records wait in [`Gate::lane`]; this wakes the driver to take them all.
-    Drain,
+    /// A send made the core do work (a new batch, a metadata request): drain it, re-arm the
+    /// timer.
+    Wake,
     Flush(oneshot::Sender<()>),
     Close(Duration, oneshot::Sender<()>),
 }
 
-/// Lets `send` hand records over without a round trip to the driver.
+/// What the handles share with the driver.
 ///
-/// While the gate is open, `send` pushes the record into `lane` and returns its delivery
-/// handle at once. The gate closes while the driver has records waiting for memory
-/// (`blocked`), or while the records not yet taken by the driver reach a quarter of
-/// `buffer.memory` (`queued`). A closed gate makes `send` wait for `opened`, not for a reply
-/// from the driver: under back-pressure a sender wakes once per freed batch, not once per
-/// record. So memory stays within `buffer.memory` plus that quarter, and a blocked `send`
-/// queues nothing and can be cancelled.
-///
-/// `lane` is a shared vector the driver empties in one go: only the send that finds it empty
-/// wakes the driver, so a burst costs one lock per record and one channel message per burst.
-#[derive(Debug)]
-struct Gate {
-    blocked: AtomicBool,
-    queued: AtomicUsize,
-    limit: usize,
-    lane: std::sync::Mutex<Lane>,
-    /// Fired when the gate may have opened.
-    opened: event_listener::Event,
+/// `send` appends to the batch on the caller's thread, under the core's lock, as the Java
+/// client's `send` appends to its accumulator: a record never crosses threads on its own,
+/// only whole batches do. The driver takes the same lock to carry bytes and time in and
+/// outputs out, and is woken only when a send made the core do work it must act on (about
+/// once per batch).
+struct Shared {
+    core: Mutex<Locked>,
+    /// Delivery handles by token. Locked after `core` when both are held.
+    pending: Mutex<Pending>,
+    /// The driver's clock origin: the core's time counts from it.
+    start: std::time::Instant,
+    /// Fired when the core frees buffer memory, and when the driver stops.
+    memory: event_listener::Event,
+    /// The driver has stopped: sends fail at once.
+    stopped: AtomicBool,
 }
 
-impl Gate {
-    /// Whether a record of `size` may go into the lane now. One record always may when the
-    /// lane is empty, however large, so that the core can refuse it with a reason.
-    fn admits(&self, size: usize) -> bool {
-        if self.blocked.load(Ordering::Acquire) {
-            return false;
-        }
-        let queued = self.queued.load(Ordering::Acquire);
-        queued == 0 || queued.saturating_add(size) <= self.limit
-    }
+/// What the core's lock guards.
+struct Locked {
+    producer: kafka_core::Producer,
+    wall: WallClock,
+}
 
-    /// Wakes every waiting `send` if the gate is open.
-    fn notify_if_open(&self) {
-        if !self.blocked.load(Ordering::Acquire) {
-            self.opened.notify(usize::MAX);
-        }
+/// Record timestamps: the wall clock read at most once a second and carried forward by the
+/// monotonic clock in between, so that a send reads one clock instead of two (each read costs
+/// about as much as appending a small record). A wall-clock step shows within a second.
+struct WallClock {
+    /// When it was last read, on the core's clock, and what it said (µs since the epoch).
+    read_at: Option<(Instant, i64)>,
+}
+
+impl WallClock {
+    const RESYNC: Duration = Duration::from_secs(1);
+
+    /// The wall clock in epoch milliseconds at `now`.
+    fn ms_at(&mut self, now: Instant) -> i64 {
+        let (at, us) = match self.read_at {
+            Some((at, us)) if now.saturating_duration_since(at) < Self::RESYNC => (at, us),
+            _ => {
+                let us = wall_clock_us();
+                self.read_at = Some((now, us));
+                (now, us)
+            }
+        };
+        let since = now.saturating_duration_since(at).as_micros() as i64;
+        (us + since) / 1000
     }
 }
 
-/// A fast-path record: the record, its size counted in [`Gate::queued`], its handle's sender.
-type Queued = (ProducerRecord, usize, oneshot::Sender<Outcome>);
+impl Shared {
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.start.elapsed().as_nanos() as u64)
+    }
 
-#[derive(Debug, Default)]
-struct Lane {
-    records: Vec<Queued>,
-    /// The driver is gone: sends fail at once.
-    closed: bool,
+    fn core(&self) -> MutexGuard<'_, Locked> {
+        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A Kafka producer. Share it behind an `Arc`; dropping it never blocks and fails the records
 /// still pending.
 pub struct Producer<R> {
     commands: mpsc::UnboundedSender<Command>,
-    gate: Arc<Gate>,
+    shared: Arc<Shared>,
     max_block: Duration,
     _runtime: PhantomData<fn() -> R>,
 }
@@ -216,29 +231,28 @@ impl<R: Runtime> Producer<R> {
     /// Starts a producer's driver. Nothing connects until the first send.
     pub fn new(config: ProducerConfig) -> Self {
         let (tx, rx) = mpsc::unbounded();
-        let gate = Arc::new(Gate {
-            blocked: AtomicBool::new(false),
-            queued: AtomicUsize::new(0),
-            limit: config.buffer_memory / 4,
-            lane: Default::default(),
-            opened: event_listener::Event::new(),
-        });
+        let start = std::time::Instant::now();
         let max_block = config.max_block;
+        let shared = Arc::new(Shared {
+            core: Mutex::new(Locked {
+                producer: kafka_core::Producer::new(config),
+                wall: WallClock { read_at: None },
+            }),
+            pending: Mutex::new(Pending::default()),
+            start,
+            memory: event_listener::Event::new(),
+            stopped: AtomicBool::new(false),
+        });
         let session = ProducerSession {
-            gate: gate.clone(),
-            max_block,
-            core: kafka_core::Producer::new(config),
-            pending: Pending::default(),
-            spare: Vec::new(),
-            waiting: VecDeque::new(),
+            shared: shared.clone(),
             flushes: BTreeMap::new(),
             closers: Vec::new(),
             finished: false,
         };
-        R::spawn(driver::run::<R, _>(session, rx));
+        R::spawn(driver::run::<R, _>(session, rx, start));
         Producer {
             commands: tx,
-            gate,
+            shared,
             max_block,
             _runtime: PhantomData,
         }
@@ -254,22 +268,50 @@ impl<R: Runtime> Producer<R> {
     /// Queues a record, waiting up to `max.block.ms` for buffer memory, and returns the handle
     /// to its outcome. Cancelling this future before it returns leaves nothing queued.
     ///
-    /// A record the producer refuses (too large, a bad partition) fails through its handle
-    /// with [`DeliveryError::Refused`].
+    /// A record the producer refuses at once (too large, a partition the topic does not have
+    /// once its metadata is known) fails with [`SendError::Rejected`]; one whose topic is not
+    /// known yet is refused later, through its handle, with [`DeliveryError::Refused`] or
+    /// [`DeliveryError::UnknownPartition`].
     pub async fn send(&self, record: Record) -> Result<Delivery, SendError> {
         let mut r = record.inner;
-        r.timestamp = record.timestamp.unwrap_or_else(wall_clock_ms);
-        let size = approximate_size(&r);
-        let g = &self.gate;
+        let mut stamp = record.timestamp;
+        let (tx, rx) = oneshot::channel();
+        let mut tx = Some(tx);
         let mut timer: Option<R::Timer> = None;
         loop {
-            if g.admits(size) {
-                return self.enqueue(r, size);
-            }
-            let listener = g.opened.listen();
-            // Checked again once listening: the driver may have opened the gate in between.
-            if g.admits(size) {
-                continue;
+            let (listener, wake) = {
+                let mut locked = self.shared.core();
+                if self.shared.stopped.load(Ordering::Acquire) {
+                    return Err(SendError::Closed);
+                }
+                let now = self.shared.now();
+                // Stamped once, at the first attempt, as Java stamps before waiting for memory.
+                r.timestamp = *stamp.get_or_insert_with(|| locked.wall.ms_at(now));
+                let core = &mut locked.producer;
+                match core.send_or_return(r, now) {
+                    Ok(token) => {
+                        let tx = tx.take().expect("taken once, then returned");
+                        self.shared.pending().insert(token, tx);
+                        let wake = core.take_attention();
+                        drop(locked);
+                        if wake {
+                            self.wake();
+                        }
+                        return Ok(Delivery(rx));
+                    }
+                    Err((CoreSendError::BufferFull, back)) => {
+                        r = back;
+                        // Listening before the lock is let go: the driver frees memory (and
+                        // fires the event) only under it, so no wake-up is missed.
+                        (self.shared.memory.listen(), core.take_attention())
+                    }
+                    Err((CoreSendError::Closed, _)) => return Err(SendError::Closed),
+                    Err((e, _)) => return Err(SendError::Rejected(e)),
+                }
+            };
+            // Running out of memory made every batch ready: the driver sends them.
+            if wake {
+                self.wake();
             }
             let timer =
                 timer.get_or_insert_with(|| R::timer(std::time::Instant::now() + self.max_block));
@@ -279,22 +321,9 @@ impl<R: Runtime> Producer<R> {
         }
     }
 
-    /// Puts a record into the lane, waking the driver if the lane was empty.
-    fn enqueue(&self, record: ProducerRecord, size: usize) -> Result<Delivery, SendError> {
-        let (tx, rx) = oneshot::channel();
-        let wake = {
-            let mut lane = self.gate.lane.lock().unwrap_or_else(|e| e.into_inner());
-            if lane.closed {
-                return Err(SendError::Closed);
-            }
-            self.gate.queued.fetch_add(size, Ordering::AcqRel);
-            lane.records.push((record, size, tx));
-            lane.records.len() == 1
-        };
-        if wake && self.commands.unbounded_send(Command::Drain).is_err() {
-            return Err(SendError::Closed);
-        }
-        Ok(Delivery(rx))
+    fn wake(&self) {
+        // A closed channel means the driver is gone; the next send says so.
+        let _ = self.commands.unbounded_send(Command::Wake);
     }
 
     /// Waits until every record sent before has its outcome.
@@ -318,18 +347,12 @@ impl<R: Runtime> Producer<R> {
     }
 }
 
-/// The wall clock, for record timestamps only (data, not time).
-pub(crate) fn wall_clock_ms() -> i64 {
+/// The wall clock in microseconds since the epoch, for record timestamps only (data, not
+/// time).
+fn wall_clock_us() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// The bytes a record takes in the channel, roughly (its payload plus a fixed overhead).
-fn approximate_size(r: &ProducerRecord) -> usize {
-    let len = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len());
-    let headers: usize = r.headers.iter().map(|(k, v)| k.len() + len(v)).sum();
-    r.topic.len() + len(&r.key) + len(&r.value) + headers + 64
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 /// The handles of records in the core, by token. Tokens come in order and outcomes nearly
@@ -367,93 +390,19 @@ impl Pending {
     }
 }
 
-/// Fails a record whose handle was already returned.
-fn fail(reply: oneshot::Sender<Outcome>, error: DeliveryError) {
-    let _ = reply.send(Outcome::Failed {
-        error,
-        certainty: Certainty::NotSent,
-    });
-}
-
-/// A record taken from the lane, waiting for buffer memory, in arrival order.
-struct Waiting {
-    record: ProducerRecord,
-    reply: oneshot::Sender<Outcome>,
-    deadline: Instant,
-}
-
 struct ProducerSession {
-    gate: Arc<Gate>,
-    core: kafka_core::Producer,
-    max_block: Duration,
-    pending: Pending,
-    /// The lane's previous vector, kept for its allocation.
-    spare: Vec<Queued>,
-    waiting: VecDeque<Waiting>,
+    shared: Arc<Shared>,
     flushes: BTreeMap<FlushToken, oneshot::Sender<()>>,
     closers: Vec<oneshot::Sender<()>>,
     finished: bool,
 }
 
 impl ProducerSession {
-    /// Sends waiting records in order until memory runs out again.
-    fn send_waiting(&mut self, now: Instant) {
-        while let Some(w) = self.waiting.pop_front() {
-            match self.core.send_or_return(w.record, now) {
-                Ok(token) => self.pending.insert(token, w.reply),
-                Err((CoreSendError::BufferFull, record)) => {
-                    self.waiting.push_front(Waiting { record, ..w });
-                    break;
-                }
-                Err((e, _)) => fail(w.reply, DeliveryError::Refused(e)),
-            }
-        }
-        self.gate
-            .blocked
-            .store(!self.waiting.is_empty(), Ordering::Release);
-    }
-
-    /// The driver stops: records not taken fail, and later sends are refused.
-    fn close_lane(&mut self) {
-        let left = {
-            let mut lane = self.gate.lane.lock().unwrap_or_else(|e| e.into_inner());
-            lane.closed = true;
-            std::mem::take(&mut lane.records)
-        };
-        for (_, _, tx) in left {
-            fail(tx, DeliveryError::Closed);
-        }
-        // Waiting sends wake up to find the lane closed.
-        self.gate.blocked.store(false, Ordering::Release);
-        self.gate.queued.store(0, Ordering::Release);
-        self.gate.opened.notify(usize::MAX);
-    }
-
-    fn fail_waiting(&mut self) {
-        for w in self.waiting.drain(..) {
-            fail(w.reply, DeliveryError::Closed);
-        }
-    }
-
-    /// Hands a record from the lane to the core, or queues it behind the records already
-    /// waiting for memory (they go first, in order).
-    fn take(&mut self, record: ProducerRecord, reply: oneshot::Sender<Outcome>, now: Instant) {
-        let record = if self.waiting.is_empty() {
-            match self.core.send_or_return(record, now) {
-                Ok(token) => return self.pending.insert(token, reply),
-                Err((CoreSendError::BufferFull, record)) => record,
-                Err((e, _)) => return fail(reply, DeliveryError::Refused(e)),
-            }
-        } else {
-            record
-        };
-        // The core said so when it refused, and will say MemoryAvailable when it frees some.
-        self.gate.blocked.store(true, Ordering::Release);
-        self.waiting.push_back(Waiting {
-            record,
-            reply,
-            deadline: now + self.max_block,
-        });
+    /// The driver stops: later sends fail, and sends waiting for memory wake up to see it.
+    fn stop(&mut self) {
+        self.shared.stopped.store(true, Ordering::Release);
+        self.shared.memory.notify(usize::MAX);
+        self.finished = true;
     }
 }
 
@@ -461,47 +410,34 @@ impl Session for ProducerSession {
     type Command = Command;
     type Core = kafka_core::Producer;
 
-    fn core(&mut self) -> &mut kafka_core::Producer {
-        &mut self.core
+    fn with_core<T>(&mut self, f: impl FnOnce(&mut kafka_core::Producer) -> T) -> T {
+        f(&mut self.shared.core().producer)
     }
 
     fn command(&mut self, cmd: Command, now: Instant) {
         match cmd {
-            Command::Drain => {
-                let records = {
-                    let mut lane = self.gate.lane.lock().unwrap_or_else(|e| e.into_inner());
-                    std::mem::replace(&mut lane.records, std::mem::take(&mut self.spare))
-                };
-                let mut records = records;
-                for (record, size, reply) in records.drain(..) {
-                    self.gate.queued.fetch_sub(size, Ordering::AcqRel);
-                    self.take(record, reply, now);
-                }
-                self.spare = records;
-                self.gate.notify_if_open();
-            }
+            // The driver drains the core and re-arms its timer after every command.
+            Command::Wake => {}
             Command::Flush(reply) => {
-                let token = self.core.flush(now);
+                let token = self.shared.core().producer.flush(now);
                 self.flushes.insert(token, reply);
             }
             Command::Close(timeout, reply) => {
-                self.fail_waiting();
                 self.closers.push(reply);
-                self.core.close(now + timeout, now);
+                self.shared.core().producer.close(now + timeout, now);
             }
         }
     }
 
-    fn event(&mut self, ev: ProducerEvent, now: Instant) {
+    fn event(&mut self, ev: ProducerEvent, _now: Instant) {
         match ev {
             ProducerEvent::Outcome(token, outcome) => {
-                if let Some(tx) = self.pending.remove(token) {
+                if let Some(tx) = self.shared.pending().remove(token) {
                     let _ = tx.send(outcome); // a dropped handle only loses the observation
                 }
             }
             ProducerEvent::MemoryAvailable => {
-                self.send_waiting(now);
-                self.gate.notify_if_open();
+                self.shared.memory.notify(usize::MAX);
             }
             ProducerEvent::FlushComplete(token) => {
                 if let Some(tx) = self.flushes.remove(&token) {
@@ -509,11 +445,10 @@ impl Session for ProducerSession {
                 }
             }
             ProducerEvent::Closed => {
-                self.close_lane();
                 for tx in self.closers.drain(..) {
                     let _ = tx.send(());
                 }
-                self.finished = true;
+                self.stop();
             }
         }
     }
@@ -521,28 +456,31 @@ impl Session for ProducerSession {
     fn detached(&mut self, _now: Instant) {
         // The producer was dropped: fail what is left, never block. The outcomes are drained
         // before the driver checks `finished`.
-        self.fail_waiting();
-        self.close_lane();
-        self.core.abort();
-        self.finished = true;
-    }
-
-    fn deadline(&self) -> Option<Instant> {
-        self.waiting.front().map(|w| w.deadline)
-    }
-
-    fn expire(&mut self, now: Instant) {
-        while self.waiting.front().is_some_and(|w| w.deadline <= now) {
-            let w = self.waiting.pop_front().expect("checked");
-            fail(w.reply, DeliveryError::BufferFull);
-        }
-        self.gate
-            .blocked
-            .store(!self.waiting.is_empty(), Ordering::Release);
-        self.gate.notify_if_open();
+        self.shared.core().producer.abort();
+        self.stop();
     }
 
     fn finished(&self) -> bool {
         self.finished
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_timestamps_follow_the_monotonic_clock_between_wall_clock_reads() {
+        let t0 = Instant::from_nanos(5_000_000_000);
+        let mut wall = WallClock {
+            read_at: Some((t0, 1_000_000)), // the wall clock said 1,000 ms at t0
+        };
+        assert_eq!(wall.ms_at(t0), 1_000);
+        assert_eq!(wall.ms_at(t0 + Duration::from_micros(2_500)), 1_002);
+        assert_eq!(wall.ms_at(t0 + Duration::from_millis(999)), 1_999);
+        // A second on, the wall clock is read again (now, not 2,000 ms after the epoch).
+        let now_ms = wall_clock_us() / 1000;
+        let read = wall.ms_at(t0 + Duration::from_secs(1));
+        assert!((read - now_ms).abs() < 1_000, "{read} vs {now_ms}");
     }
 }

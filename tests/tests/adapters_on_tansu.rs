@@ -242,6 +242,32 @@ macro_rules! suite {
             }
 
             #[test]
+            fn send_refuses_a_record_larger_than_a_request_at_once() {
+                $block_on(async {
+                    // Nothing to connect to: the size is checked before anything else.
+                    let producer = Producer::from_map([
+                        ("bootstrap.servers", unreachable_addr().as_str()),
+                        ("max.request.size", "1000"),
+                    ])
+                    .unwrap();
+                    let err = producer
+                        .send(Record::new("t", vec![0u8; 2000]))
+                        .await
+                        .unwrap_err();
+                    match err {
+                        SendError::Rejected($krate::CoreSendError::RecordTooLarge {
+                            limit_name,
+                            limit,
+                            ..
+                        }) => assert_eq!((limit_name, limit), ("max.request.size", 1000)),
+                        other => panic!("expected RecordTooLarge, got {other:?}"),
+                    }
+                    // The producer still takes records that fit.
+                    producer.send(Record::new("t", "small")).await.unwrap();
+                })
+            }
+
+            #[test]
             fn dropping_the_producer_fails_pending_records_without_blocking() {
                 $block_on(async {
                     let producer =

@@ -108,6 +108,8 @@ pub struct Producer {
     pid_unknown: bool,
     /// How many pending records each topic has.
     pending_topics: BTreeMap<String, usize>,
+    /// The producer did work an IO loop must act on (see [`Producer::take_attention`]).
+    attention: bool,
 }
 
 crate::net::network_io!(Producer, ProducerEvent);
@@ -162,6 +164,7 @@ impl Producer {
             linger_at: None,
             pid_unknown: false,
             pending_topics: BTreeMap::new(),
+            attention: false,
             cfg,
         }
     }
@@ -338,6 +341,14 @@ impl Producer {
         Ok(appended.new_batch)
     }
 
+    /// Whether the producer did work, since the last call, that its IO loop must act on: it
+    /// may have outputs to drain or an earlier [`poll_timeout`](Self::poll_timeout). An
+    /// adapter that calls [`send`](Self::send) from another thread than its IO loop wakes
+    /// the loop when this says so; appending to an open batch never does.
+    pub fn take_attention(&mut self) -> bool {
+        std::mem::take(&mut self.attention)
+    }
+
     /// Asks for every record sent so far to complete; [`ProducerEvent::FlushComplete`] follows.
     /// Batches are sent without waiting for `linger.ms` meanwhile.
     pub fn flush(&mut self, now: Instant) -> FlushToken {
@@ -387,6 +398,7 @@ impl Producer {
 
     /// The main step: handle what the network reported, then expire, refresh and send.
     fn drive(&mut self, now: Instant) {
+        self.attention = true;
         self.now = self.now.max(now);
         let now = self.now;
         while let Some(e) = self.net.poll_event() {
