@@ -1,9 +1,9 @@
 //! Benchmarks side by side with librdkafka and rskafka, in one run on the same broker.
 //!
 //! - `kafka-bench matrix [--records N] [--out docs/benchmarks.md]`: for each cell of the
-//!   matrix (record size × acks × compression) a freshly started Tansu; each client produces
-//!   into a topic of its own, in its own child process, in an order that rotates from cell to
-//!   cell; then both consumers read the same topic. CPU time and peak RSS come from `wait4`.
+//!   matrix (record size × acks × compression), each producer in its own child process
+//!   against a freshly started Tansu of its own, in an order that rotates from cell to cell;
+//!   then both consumers read what rdkafka-base wrote, on its broker. CPU time and peak RSS come from `wait4`.
 //!   Then the open-loop latency at a fixed offered rate. Writes the report with its plot.
 //! - `kafka-bench child CLIENT ROLE BROKERS TOPIC COUNT SIZE ACKS COMPRESSION RATE`: one run,
 //!   one JSON line on stdout.
@@ -183,7 +183,6 @@ fn matrix(a: &[String]) {
                 eprintln!(
                     "[{k}/{total}] {size} B, acks={acks}, {compression}: {n} records per client"
                 );
-                let broker = tests::broker::Broker::start();
                 let mut cell = Cell {
                     size,
                     acks,
@@ -195,7 +194,13 @@ fn matrix(a: &[String]) {
                 // Alternate: each cell starts with a different client.
                 let mut order: Vec<&str> = PRODUCERS.to_vec();
                 order.rotate_left(k % PRODUCERS.len());
+                // Each producer gets a broker of its own, freshly started: Tansu keeps
+                // everything in memory, and a broker still holding (or freeing) another
+                // client's 2 GiB would not be the same broker. The consumers then read what
+                // rdkafka-base wrote, on its broker.
+                let mut consumed = None;
                 for client in order {
+                    let broker = tests::broker::Broker::start();
                     let topic = format!("bench-{client}");
                     broker.create_topic(&topic, 3);
                     let m = measure(&Job {
@@ -216,12 +221,11 @@ fn matrix(a: &[String]) {
                         m.peak_rss_mb
                     );
                     cell.producers.push(m);
-                    // Only the topic the consumers read stays: Tansu keeps everything in
-                    // memory, and five 2 GiB topics would not fit on this machine.
-                    if client != CONSUMED_TOPIC_PRODUCER {
-                        broker.delete_topic(&format!("bench-{client}"));
+                    if client == CONSUMED_TOPIC_PRODUCER {
+                        consumed = Some(broker);
                     }
                 }
+                let broker = consumed.expect("rdkafka-base is among the producers");
                 let mut order: Vec<&str> = CONSUMERS.to_vec();
                 order.rotate_left(k % CONSUMERS.len());
                 for client in order {
@@ -268,7 +272,19 @@ fn matrix(a: &[String]) {
         eprintln!("    {client:>15}: p50/p99/p99.9 {:?} µs", m.latency_us);
         latency.push(m);
     }
-    let md = report::markdown(&cells, &latency, rate, records);
+    // The commit measured, with a mark when the tree had changes.
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let mut commit = git(&["rev-parse", "--short", "HEAD"]);
+    if !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+        commit.push_str(" (with uncommitted changes)");
+    }
+    let md = report::markdown(&cells, &latency, rate, records, &commit);
     std::fs::write(&out, md).expect("write the report");
     let svg_path = std::path::Path::new(&out).with_extension("svg");
     std::fs::write(&svg_path, report::svg(&cells)).expect("write the plot");
