@@ -95,23 +95,6 @@ impl Broker {
             .expect("run tansu topic create");
         assert!(status.success(), "tansu topic create {name} failed");
     }
-
-    /// Deletes a topic, which frees what the memory storage held for it.
-    pub fn delete_topic(&self, name: &str) {
-        let status = Command::new(&self.bin)
-            .args([
-                "topic",
-                "delete",
-                "--broker",
-                &format!("tcp://{}", self.addr),
-            ])
-            .arg(name)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("run tansu topic delete");
-        assert!(status.success(), "tansu topic delete {name} failed");
-    }
 }
 
 fn spawn(bin: &PathBuf, addr: &str) -> Child {
