@@ -6,6 +6,7 @@ use std::time::Duration;
 use kafka_core::group::offsets::{CommitError, Committed, OffsetEvent, OffsetRequest, Offsets};
 use kafka_core::Instant;
 use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::offset_commit_request::OffsetCommitRequest;
 use kafka_proto::messages::offset_commit_response::{
     OffsetCommitResponse, OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -48,6 +49,15 @@ fn commit_ok(parts: &[i32], code: i16) -> ResponseBody {
         }],
         ..Default::default()
     })
+}
+
+/// The partitions a commit request names (one topic).
+fn partitions_of(c: &OffsetCommitRequest) -> Vec<i32> {
+    c.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.partition_index)
+        .collect()
 }
 
 fn events(o: &mut Offsets) -> Vec<OffsetEvent> {
@@ -290,11 +300,7 @@ fn queued_commits_forget_partitions_that_went_away() {
     let Some(OffsetRequest::Commit(c)) = o.poll_request(Some((5, "me")), ms(1)) else {
         panic!("OffsetCommit")
     };
-    let sent: Vec<i32> = c.topics[0]
-        .partitions
-        .iter()
-        .map(|p| p.partition_index)
-        .collect();
+    let sent = partitions_of(&c);
     assert_eq!(
         sent,
         [0],
@@ -319,10 +325,6 @@ fn a_retried_commit_forgets_partitions_that_went_away() {
     let Some(OffsetRequest::Commit(c)) = o.poll_request(Some((5, "me")), ms(500)) else {
         panic!("the retried OffsetCommit")
     };
-    let sent: Vec<i32> = c.topics[0]
-        .partitions
-        .iter()
-        .map(|p| p.partition_index)
-        .collect();
+    let sent = partitions_of(&c);
     assert_eq!(sent, [0]);
 }
