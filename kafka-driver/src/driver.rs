@@ -38,12 +38,6 @@ pub(crate) trait Session: Send + 'static {
     fn event(&mut self, ev: <Self::Core as Machine>::Event, now: Instant);
     /// Every user handle is gone.
     fn detached(&mut self, now: Instant);
-    /// The session's own next deadline (besides the core's).
-    fn deadline(&self) -> Option<Instant> {
-        None
-    }
-    /// The session's own deadline passed.
-    fn expire(&mut self, _now: Instant) {}
     /// Whether the driver may stop.
     fn finished(&self) -> bool;
 }
@@ -77,6 +71,11 @@ struct Driver<R: Runtime, S: Session> {
     outputs: VecDeque<Output<<S::Core as Machine>::Event>>,
     /// Closed by the core, still writing what was queued before the close.
     closing: Vec<(Conn<R>, Instant)>,
+}
+
+/// The core's clock: the time since `start`, the driver's origin.
+pub(crate) fn core_time(start: std::time::Instant) -> Instant {
+    Instant::from_nanos(start.elapsed().as_nanos() as u64)
 }
 
 /// Runs a session until it is finished. The core's clock counts from `start`.
@@ -117,7 +116,7 @@ impl<R: Runtime> Future for ConnectTask<R> {
 
 impl<R: Runtime, S: Session> Driver<R, S> {
     fn now(&self) -> Instant {
-        Instant::from_nanos(self.start.elapsed().as_nanos() as u64)
+        core_time(self.start)
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
@@ -133,10 +132,6 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                 }
                 due
             }) {
-                progress = true;
-            }
-            if self.session.deadline().is_some_and(|t| t <= now) {
-                self.session.expire(now);
                 progress = true;
             }
             progress |= self.drain(now);
@@ -331,9 +326,7 @@ impl<R: Runtime, S: Session> Driver<R, S> {
 
     /// Arms the timer for the next deadline. Returns true if it already fired.
     fn arm_timer(&mut self, cx: &mut Context<'_>) -> bool {
-        let core = self.session.with_core(|c| c.poll_timeout());
-        let next = core.into_iter().chain(self.session.deadline()).min();
-        let Some(next) = next else {
+        let Some(next) = self.session.with_core(|c| c.poll_timeout()) else {
             self.timer = None;
             return false;
         };

@@ -200,7 +200,7 @@ impl WallClock {
 
 impl Shared {
     fn now(&self) -> Instant {
-        Instant::from_nanos(self.start.elapsed().as_nanos() as u64)
+        driver::core_time(self.start)
     }
 
     fn core(&self) -> MutexGuard<'_, Locked> {

@@ -241,16 +241,7 @@ impl Producer {
             // Only the first record waiting for a topic wakes the sender (to ask for its
             // metadata); the others change nothing it would act on, and a burst sent before
             // the metadata arrives would otherwise run the sender once per record.
-            let first = match self.pending_topics.get_mut(&record.topic) {
-                Some(n) => {
-                    *n += 1;
-                    false
-                }
-                None => {
-                    self.pending_topics.insert(record.topic.clone(), 1);
-                    true
-                }
-            };
+            let first = self.add_pending_topic(&record.topic);
             self.pending.push_back(Pending {
                 token,
                 record,
@@ -787,7 +778,7 @@ impl Producer {
                 // and only a release should clear it (with a MemoryAvailable event). Later
                 // records wait too, so none overtakes this one.
                 self.acc.pool.used += size;
-                *self.pending_topics.entry(record.topic.clone()).or_default() += 1;
+                self.add_pending_topic(&record.topic);
                 self.pending.push_front(Pending {
                     token,
                     record,
@@ -799,6 +790,20 @@ impl Producer {
         }
         while let Some(p) = skipped.pop_back() {
             self.pending.push_front(p);
+        }
+    }
+
+    /// Counts one more record waiting for `topic`; true if it is the first.
+    fn add_pending_topic(&mut self, topic: &str) -> bool {
+        match self.pending_topics.get_mut(topic) {
+            Some(n) => {
+                *n += 1;
+                false
+            }
+            None => {
+                self.pending_topics.insert(topic.to_owned(), 1);
+                true
+            }
         }
     }
 
