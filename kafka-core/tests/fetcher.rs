@@ -136,7 +136,8 @@ impl Harness {
             .iter()
             .flat_map(|e| match e {
                 FetchEvent::Records { records, .. } => records
-                    .iter()
+                    .clone()
+                    .map(Result::unwrap)
                     .map(|r| {
                         (
                             r.offset,
@@ -458,6 +459,95 @@ fn truncated_compressed_and_control_batches() {
 }
 
 #[test]
+fn compressed_data_is_charged_as_fetched_and_decoded_only_as_read() {
+    // 2,000 records of 1 KiB each compress to a few KiB with lz4: the prefetch budget counts
+    // those fetched bytes, and nothing is decompressed until the records are read (found by
+    // the benchmark: decompressing eagerly held gigabytes against a 64 MB budget).
+    fn answer(offset: i64) -> Bytes {
+        if offset != 0 {
+            return Bytes::new();
+        }
+        let value = [b'x'; 1024];
+        let mut b = BatchBuilder::new(Compression::Lz4, 4096);
+        for _ in 0..2000 {
+            b.append(1, None, Some(&value[..]), &[]);
+        }
+        b.seal(&BatchMeta::default()).unwrap()
+    }
+    let fetched = answer(0).len();
+    assert!(fetched < 64 * 1024, "lz4 compresses it: {fetched} B");
+    let mut h = Harness::new(&[], scripted(answer));
+    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now);
+    h.advance_to(Instant::from_millis(1000));
+    let (records, bytes) = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            FetchEvent::Records { records, bytes, .. } => Some((records.clone(), *bytes)),
+            _ => None,
+        })
+        .expect("records fetched");
+    assert_eq!(bytes, fetched, "charged what was fetched");
+    assert_eq!(h.f.buffered(), fetched);
+    assert_eq!(records.encoded_len(), fetched, "held undecoded");
+    let decoded: Vec<_> = records.map(Result::unwrap).collect();
+    assert_eq!(decoded.len(), 2000);
+    assert_eq!(decoded[1999].offset, 1999);
+    let payload: usize = decoded
+        .iter()
+        .map(|r| r.value.as_ref().unwrap().len())
+        .sum();
+    assert_eq!(payload, 2000 * 1024, "{payload} B once read");
+}
+
+#[test]
+fn a_corrupt_record_is_found_where_it_is_read_and_the_partition_stops_there() {
+    // A batch whose crc is right but whose last record is malformed (a producer bug, or an
+    // old broker's): the records before it are read, then the error names its offset.
+    fn answer(offset: i64) -> Bytes {
+        if offset != 0 {
+            return Bytes::new();
+        }
+        let good = batch(0, &["a", "b", "c"], Compression::None, false);
+        let mut bad = BytesMut::from(&good[..]);
+        let last = bad.len() - 1;
+        bad[last] = 0x0a; // the last record's header count: 5 headers that are not there
+        kafka_sim::proto::record::rewrite_producer_fields(&bad.freeze(), -1, -1, -1).unwrap()
+    }
+    let mut h = Harness::new(&[], scripted(answer));
+    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now);
+    h.advance_to(Instant::from_millis(1000));
+    let records = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            FetchEvent::Records { records, .. } => Some(records.clone()),
+            _ => None,
+        })
+        .expect("records fetched");
+    let read: Vec<_> = records.collect();
+    assert_eq!(read.len(), 3, "{read:?}");
+    assert_eq!(read[0].as_ref().unwrap().offset, 0);
+    assert_eq!(read[1].as_ref().unwrap().offset, 1);
+    assert!(
+        matches!(read[2], Err(FetchError::Corrupt { offset: 2, .. })),
+        "{:?}",
+        read[2]
+    );
+    // The reader says where it stopped: the partition stays there until a seek.
+    h.f.stop_corrupt("t", 0, 2);
+    let before = h.events.len();
+    h.advance_to(Instant::from_millis(5000));
+    assert_eq!(h.f.position("t", 0), Some(2));
+    assert!(
+        !h.events[before..]
+            .iter()
+            .any(|e| matches!(e, FetchEvent::Records { .. })),
+        "nothing more is read of a stopped partition"
+    );
+}
+
+#[test]
 fn a_leadership_error_refreshes_metadata_and_fetching_resumes() {
     fn answer(offset: i64) -> Bytes {
         if offset == 0 {
@@ -533,7 +623,8 @@ fn the_prefetch_budget_holds_across_a_thousand_partitions() {
         .iter()
         .map(|e| match e {
             FetchEvent::Records { records, .. } => records
-                .iter()
+                .clone()
+                .map(Result::unwrap)
                 .map(|r| r.value.as_ref().map_or(0, |v| v.len()))
                 .sum(),
             _ => 0,

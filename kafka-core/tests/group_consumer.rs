@@ -139,7 +139,8 @@ impl Harness {
             .iter()
             .flat_map(|e| match e {
                 FetchEvent::Records { records, .. } => records
-                    .iter()
+                    .clone()
+                    .map(Result::unwrap)
                     .map(|r| String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap())
                     .collect(),
                 _ => vec![],

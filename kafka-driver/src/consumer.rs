@@ -1,5 +1,6 @@
 //! The assign-mode consumer handle and its driver session: the user pulls records; the driver
-//! hands over whole fetched batches, and the handle gives them out one by one.
+//! hands over a partition's fetched batches undecoded, and the handle decodes them one by one
+//! on the caller's thread.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::marker::PhantomData;
@@ -9,7 +10,7 @@ use bytes::Bytes;
 use futures_channel::{mpsc, oneshot};
 use futures_util::stream::Stream;
 use kafka_core::config::{ConfigError, ConsumerConfig};
-use kafka_core::fetcher::{FetchError, FetchEvent, Fetcher, StartFrom};
+use kafka_core::fetcher::{FetchError, FetchEvent, FetchedRecords, Fetcher, StartFrom};
 use kafka_core::group::offsets::{CommitError, CommitId};
 use kafka_core::proto::record::Headers;
 use kafka_core::proto::ErrorCode;
@@ -103,6 +104,16 @@ pub(crate) enum Command {
     Commit(Progress, oneshot::Sender<Result<(), CommitError>>),
     AckRevocation(Progress),
     Close(Progress, oneshot::Sender<()>),
+    /// The handle met corrupt data at this offset: the partition stops there.
+    Corrupt(String, i32, i64),
+}
+
+/// The fetched records the handle is giving out.
+struct Reading {
+    topic: Arc<str>,
+    partition: i32,
+    leader_epoch: Option<i32>,
+    records: FetchedRecords,
 }
 
 /// A Kafka consumer: in assign mode it reads chosen partitions from chosen positions; with
@@ -110,7 +121,9 @@ pub(crate) enum Command {
 /// first `assign` or `subscribe`.
 pub struct Consumer<R> {
     commands: mpsc::UnboundedSender<Command>,
-    local: VecDeque<ConsumerEvent>,
+    reading: Option<Reading>,
+    /// An error met while filling a `recv_batch`, returned by the next call.
+    deferred: Option<ConsumeError>,
     max_poll_records: usize,
     /// Next offsets of records returned since the driver last heard: what commits carry.
     progress: BTreeMap<(Arc<str>, i32), (i64, i32)>,
@@ -141,7 +154,8 @@ impl<R: Runtime> Consumer<R> {
         R::spawn(driver::run::<R, _>(session, rx, std::time::Instant::now()));
         Consumer {
             commands: tx,
-            local: VecDeque::new(),
+            reading: None,
+            deferred: None,
             max_poll_records,
             progress: BTreeMap::new(),
             asked: None,
@@ -218,7 +232,13 @@ impl<R: Runtime> Consumer<R> {
 
     /// Moves a partition's position; records of it not yet returned are dropped.
     pub fn seek(&mut self, topic: &str, partition: i32, start: StartFrom) {
-        self.local.retain(|e| !is_of(e, topic, partition));
+        if self
+            .reading
+            .as_ref()
+            .is_some_and(|r| r.is_of(topic, partition))
+        {
+            self.reading = None;
+        }
         self.send(Command::Seek(topic.to_owned(), partition, start));
     }
 
@@ -234,10 +254,10 @@ impl<R: Runtime> Consumer<R> {
 
     /// The offset of the next record `recv` will return for the partition, once known.
     pub async fn position(&self, topic: &str, partition: i32) -> Option<i64> {
-        if let Some(ConsumerEvent::Record(r)) =
-            self.local.iter().find(|e| is_of(e, topic, partition))
-        {
-            return Some(r.offset);
+        if let Some(r) = &self.reading {
+            if r.is_of(topic, partition) {
+                return Some(r.records.position());
+            }
         }
         let (tx, rx) = oneshot::channel();
         self.send(Command::Position(topic.to_owned(), partition, tx));
@@ -256,17 +276,14 @@ impl<R: Runtime> Consumer<R> {
     pub async fn recv_batch(&mut self) -> Result<Vec<ConsumerRecord>, ConsumeError> {
         let mut out = vec![self.recv().await?];
         while out.len() < self.max_poll_records {
-            match self.local.front() {
-                Some(ConsumerEvent::Record(_)) => {
-                    if let Some(ConsumerEvent::Record(r)) = self.local.pop_front() {
-                        self.progress.insert(
-                            (r.topic.clone(), r.partition),
-                            (r.offset + 1, r.leader_epoch.unwrap_or(-1)),
-                        );
-                        out.push(r);
-                    }
+            match self.next_read() {
+                Some(Ok(r)) => out.push(r),
+                Some(Err(e)) => {
+                    // The records before it are returned now, the error next time.
+                    self.deferred = Some(e);
+                    break;
                 }
-                _ => break,
+                None => break,
             }
         }
         Ok(out)
@@ -284,17 +301,56 @@ impl<R: Runtime> Consumer<R> {
         }
     }
 
+    /// The next record of the fetched batches being read, decoding as it goes. A corrupt record
+    /// stops its partition, in the driver too.
+    fn next_read(&mut self) -> Option<Result<ConsumerRecord, ConsumeError>> {
+        let reading = self.reading.as_mut()?;
+        match reading.records.next() {
+            Some(Ok(r)) => {
+                let record = ConsumerRecord {
+                    topic: reading.topic.clone(),
+                    partition: reading.partition,
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    key: r.key,
+                    value: r.value,
+                    headers: r.headers,
+                    leader_epoch: reading.leader_epoch,
+                };
+                self.progress.insert(
+                    (record.topic.clone(), record.partition),
+                    (record.offset + 1, reading.leader_epoch.unwrap_or(-1)),
+                );
+                Some(Ok(record))
+            }
+            Some(Err(error)) => {
+                let Reading {
+                    topic, partition, ..
+                } = self.reading.take().expect("read above");
+                if let FetchError::Corrupt { offset, .. } = &error {
+                    self.send(Command::Corrupt(topic.to_string(), partition, *offset));
+                }
+                Some(Err(ConsumeError::Partition {
+                    topic,
+                    partition,
+                    error,
+                }))
+            }
+            None => {
+                self.reading = None;
+                None
+            }
+        }
+    }
+
     /// The next record or event. Cancel-safe: dropping the future loses nothing.
     pub async fn next_event(&mut self) -> Result<ConsumerEvent, ConsumeError> {
         loop {
-            if let Some(e) = self.local.pop_front() {
-                if let ConsumerEvent::Record(r) = &e {
-                    self.progress.insert(
-                        (r.topic.clone(), r.partition),
-                        (r.offset + 1, r.leader_epoch.unwrap_or(-1)),
-                    );
-                }
-                return Ok(e);
+            if let Some(e) = self.deferred.take() {
+                return Err(e);
+            }
+            if let Some(r) = self.next_read() {
+                return r.map(ConsumerEvent::Record);
             }
             // The reply is kept on the handle, not in this future: a caller that drops the
             // future (a `select`) loses nothing, and the next call takes up the same reply.
@@ -316,20 +372,12 @@ impl<R: Runtime> Consumer<R> {
                     leader_epoch,
                     ..
                 } => {
-                    let topic: Arc<str> = topic.into();
-                    let leader_epoch = (leader_epoch >= 0).then_some(leader_epoch);
-                    self.local.extend(records.into_iter().map(|r| {
-                        ConsumerEvent::Record(ConsumerRecord {
-                            topic: topic.clone(),
-                            partition,
-                            offset: r.offset,
-                            timestamp: r.timestamp,
-                            key: r.key,
-                            value: r.value,
-                            headers: r.headers,
-                            leader_epoch,
-                        })
-                    }));
+                    self.reading = Some(Reading {
+                        topic: topic.into(),
+                        partition,
+                        leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
+                        records,
+                    });
                 }
                 FetchEvent::EndOfPartition {
                     topic,
@@ -373,15 +421,9 @@ impl<R: Runtime> Consumer<R> {
     }
 }
 
-fn is_of(e: &ConsumerEvent, topic: &str, partition: i32) -> bool {
-    match e {
-        ConsumerEvent::Record(r) => &*r.topic == topic && r.partition == partition,
-        ConsumerEvent::EndOfPartition {
-            topic: t,
-            partition: p,
-            ..
-        } => &**t == topic && *p == partition,
-        _ => false,
+impl Reading {
+    fn is_of(&self, topic: &str, partition: i32) -> bool {
+        &*self.topic == topic && self.partition == partition
     }
 }
 
@@ -417,6 +459,19 @@ struct ConsumerSession {
 }
 
 impl ConsumerSession {
+    /// Drops what is held of a partition and gives its bytes back to the prefetch budget.
+    fn drop_ready(&mut self, topic: &str, partition: i32, now: Instant) {
+        let mut dropped = 0;
+        self.ready.retain(|e| match e {
+            FetchEvent::Records { bytes, .. } if event_is_of(e, topic, partition) => {
+                dropped += bytes;
+                false
+            }
+            e => !event_is_of(e, topic, partition),
+        });
+        self.core.release(dropped, now);
+    }
+
     fn consumed(&mut self, progress: Progress) {
         for (t, p, o, e) in progress {
             self.core.consumed(&t, p, o, e);
@@ -458,16 +513,12 @@ impl Session for ConsumerSession {
         match cmd {
             Command::Assign(ps, start) => self.core.assign(ps, start, now),
             Command::Seek(t, p, start) => {
-                let mut dropped = 0;
-                self.ready.retain(|e| match e {
-                    FetchEvent::Records { bytes, .. } if event_is_of(e, &t, p) => {
-                        dropped += bytes;
-                        false
-                    }
-                    e => !event_is_of(e, &t, p),
-                });
-                self.core.release(dropped, now);
+                self.drop_ready(&t, p, now);
                 self.core.seek(&t, p, start, now);
+            }
+            Command::Corrupt(t, p, offset) => {
+                self.core.stop_corrupt(&t, p, offset);
+                self.drop_ready(&t, p, now);
             }
             Command::Pause(t, p) => self.core.pause(&t, p),
             Command::Resume(t, p) => self.core.resume(&t, p, now),
@@ -478,7 +529,7 @@ impl Session for ConsumerSession {
                         partition,
                         records,
                         ..
-                    } if *topic == t && *partition == p => records.first().map(|r| r.offset),
+                    } if *topic == t && *partition == p => Some(records.position()),
                     _ => None,
                 });
                 let _ = reply.send(buffered.or_else(|| self.core.position(&t, p)));

@@ -195,7 +195,9 @@ fn main() {
                 FetchEvent::Records {
                     partition, records, ..
                 } => {
-                    read.extend(records.iter().map(|r| (partition, r.offset)));
+                    read.extend(
+                        records.map(|r| (partition, r.expect("a well-formed record").offset)),
+                    );
                     consumer.polled(now);
                 }
                 FetchEvent::Assigned(tps) => println!("{t:?}: assigned {tps:?}"),

@@ -74,6 +74,7 @@ fn consume(broker: &Broker, topic: &str, partitions: i32) -> Vec<(i32, i64, Stri
                 partition, records, ..
             } => {
                 for r in records {
+                    let r = r.expect("a well-formed record");
                     let key = String::from_utf8(r.key.unwrap().to_vec()).unwrap();
                     let value = String::from_utf8(r.value.unwrap().to_vec()).unwrap();
                     out.push((partition, r.offset, key, value));

@@ -4,8 +4,10 @@
 //!
 //! - One Fetch at a time per broker, with `fetch.min.bytes`, `fetch.max.wait.ms`,
 //!   `fetch.max.bytes` and `max.partition.fetch.bytes`.
-//! - Batches are decompressed, control batches skipped, records before the position dropped
-//!   (a fetch returns whole batches), and a truncated last batch ends the partition's data.
+//! - Batches are crc-checked, control batches skipped, and a truncated last batch ends the
+//!   partition's data. Records are decoded only as the application reads them
+//!   ([`FetchedRecords`]), one batch at a time, skipping those before the position (a fetch
+//!   returns whole batches): prefetched data stays compressed.
 //! - The high watermark comes from Fetch (Tansu's ListOffsets "latest" is not the true end),
 //!   and reaching it is reported once as [`FetchEvent::EndOfPartition`].
 //! - OFFSET_OUT_OF_RANGE applies `auto.offset.reset`; leadership errors refresh metadata.
@@ -39,7 +41,6 @@ use kafka_proto::messages::list_offsets_request::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
 };
 use kafka_proto::messages::list_offsets_response::ListOffsetsResponse;
-use kafka_proto::record::Record;
 use kafka_proto::{DecodeError, ErrorCode};
 
 use crate::backoff::Backoff;
@@ -51,7 +52,10 @@ use crate::producer::TopicPartition;
 use crate::rng::Rng;
 use crate::time::Instant;
 
+pub use records::FetchedRecords;
+
 mod group;
+mod records;
 mod response;
 mod session;
 mod validate;
@@ -107,8 +111,9 @@ pub enum FetchEvent {
         topic: String,
         /// The partition.
         partition: i32,
-        /// The records (zero-copy slices of the fetched data).
-        records: Vec<Record>,
+        /// The records, decoded as they are read (zero-copy slices of the fetched data, or of
+        /// one decompressed batch at a time).
+        records: FetchedRecords,
         /// The leader epoch the records were written in (-1 if unknown): commits carry it so
         /// that a later reader can detect truncation (KIP-320).
         leader_epoch: i32,
@@ -161,9 +166,9 @@ pub type Output = crate::net::Output<FetchEvent>;
 enum Tag {
     Metadata,
     ListOffsets(Vec<TopicPartition>),
-    /// A Fetch of these partitions; `true` if incremental (KIP-227), when the partitions
-    /// absent from the response simply have nothing new.
-    Fetch(NodeId, Vec<TopicPartition>, bool),
+    /// A Fetch of these partitions, from these offsets; `true` if incremental (KIP-227), when
+    /// the partitions absent from the response simply have nothing new.
+    Fetch(NodeId, Vec<(TopicPartition, i64)>, bool),
     /// A membership request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
     Group,
     /// OffsetFetch (false) or OffsetCommit (true).
@@ -306,6 +311,17 @@ impl Fetcher {
             p.busy = busy;
         }
         self.drive(now);
+    }
+
+    /// The application met corrupt data at `offset` while reading [`FetchedRecords`] (which
+    /// yielded [`FetchError::Corrupt`]): the partition stops there, as when the fetcher finds a
+    /// corrupt batch itself, until a [`Fetcher::seek`]. The driver drops what it still holds
+    /// of the partition and releases its bytes; a fetch in flight for it is discarded.
+    pub fn stop_corrupt(&mut self, topic: &str, partition: i32, offset: i64) {
+        if let Some(p) = self.parts.get_mut(&(topic.to_owned(), partition)) {
+            p.position = Some(offset);
+            p.stopped = true;
+        }
     }
 
     /// Stops fetching a partition until [`Fetcher::resume`].
@@ -586,7 +602,8 @@ impl Fetcher {
             };
             // Fetch v13+ names topics only by id.
             let max_version = if all_ids { 18 } else { 12 };
-            let tag = Tag::Fetch(node, tps.clone(), plan.incremental);
+            let offsets = tps.iter().map(|tp| (tp.clone(), want[tp].0)).collect();
+            let tag = Tag::Fetch(node, offsets, plan.incremental);
             if self
                 .net
                 .send_at_most(conn, &req, tag, true, max_version, now)
@@ -658,7 +675,7 @@ impl Fetcher {
                         if let Some(s) = self.sessions.get_mut(&node) {
                             s.reset();
                         }
-                        tps
+                        tps.into_iter().map(|(tp, _)| tp).collect()
                     }
                     Tag::ListOffsets(tps) | Tag::Validate(tps) => tps,
                     Tag::Metadata | Tag::Group | Tag::Offsets(_) => {

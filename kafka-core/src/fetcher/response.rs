@@ -1,14 +1,14 @@
-//! Reading a Fetch response: errors per partition, batches from the position on, records
-//! handed out against the prefetch budget, read_committed filtering, truncated and corrupt
+//! Reading a Fetch response: errors per partition, batches from the position on, handed out
+//! undecoded against the prefetch budget, read_committed filtering, truncated and corrupt
 //! batches.
 
 use std::collections::BTreeSet;
 
 use kafka_proto::messages::fetch_response::FetchResponse;
-use kafka_proto::record::{ControlRecordType, Record, RecordBatches};
+use kafka_proto::record::{ControlRecordType, RecordBatch, RecordBatches};
 use kafka_proto::ErrorCode;
 
-use super::{FetchError, FetchEvent, Fetcher, StartFrom};
+use super::{FetchError, FetchEvent, FetchedRecords, Fetcher, StartFrom};
 use crate::config::{IsolationLevel, OffsetReset};
 use crate::producer::TopicPartition;
 use crate::time::Instant;
@@ -16,7 +16,7 @@ use crate::time::Instant;
 impl Fetcher {
     pub(super) fn on_fetch(
         &mut self,
-        tps: Vec<TopicPartition>,
+        tps: Vec<(TopicPartition, i64)>,
         resp: FetchResponse,
         version: i16,
         incremental: bool,
@@ -26,7 +26,7 @@ impl Fetcher {
             // The whole fetch failed: a fetch-session error (the next fetch is full again,
             // at once) or a broker-wide one (retried with backoff).
             let session = matches!(resp.error_code, 70 | 71 | 106);
-            for tp in &tps {
+            for (tp, _) in &tps {
                 if session {
                     if let Some(p) = self.parts.get_mut(tp) {
                         p.busy = false;
@@ -37,7 +37,7 @@ impl Fetcher {
             }
             return;
         }
-        for tp in tps {
+        for (tp, _fetch_offset) in tps {
             let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
             let data = resp
                 .responses
@@ -104,8 +104,9 @@ impl Fetcher {
             let Some(mut position) = part.position else {
                 continue;
             };
-            // Records in runs of one leader epoch each (a run per epoch, as commits carry it).
-            let mut runs: Vec<(i32, Vec<Record>)> = Vec::new();
+            // Batches in runs of one leader epoch each (a run per epoch, as commits carry it).
+            // Their records are decoded only as the application reads them.
+            let mut runs: Vec<(i32, i64, Vec<RecordBatch>)> = Vec::new();
             let mut epoch = part.epoch;
             let mut corrupt = None;
             let raw = data.records.clone().unwrap_or_default();
@@ -163,66 +164,37 @@ impl Fetcher {
                         continue;
                     }
                 }
-                if !batch.is_control() {
-                    let iter = match batch.records() {
-                        Ok(it) => it,
-                        Err(error) => {
-                            corrupt = Some(error);
-                            break;
-                        }
-                    };
-                    for r in iter {
-                        match r {
-                            Ok(r) if r.offset >= position => {
-                                if runs.last().is_none_or(|run| run.0 != epoch) {
-                                    runs.push((epoch, Vec::new()));
-                                }
-                                runs.last_mut().expect("pushed").1.push(r);
-                            }
-                            Ok(_) => {}
-                            Err(error) => {
-                                corrupt = Some(error);
-                                break;
-                            }
-                        }
+                let next = batch.next_offset();
+                // Control batches hold markers, not records; a batch compacted empty holds none.
+                if !batch.is_control() && batch.record_count > 0 {
+                    if runs.last().is_none_or(|run| run.0 != epoch) {
+                        runs.push((epoch, position, Vec::new()));
                     }
-                    if corrupt.is_some() {
-                        break;
-                    }
+                    runs.last_mut().expect("pushed").2.push(batch);
                 }
-                position = batch.next_offset();
-            }
-            // Records already read stay read, even if a later batch was corrupt.
-            let read_any = !runs.is_empty();
-            if let Some(last) = runs.last().and_then(|run| run.1.last()) {
-                position = position.max(last.offset + 1);
+                position = next;
             }
             part.position = Some(position);
             part.epoch = epoch;
-            if read_any {
+            if !runs.is_empty() {
                 part.end_reported = false;
-                // The records share the response's buffers, or decompressed ones: charge the
-                // larger of the raw set and the records' payloads. (Per-record bookkeeping is
-                // not charged: the broker's byte limits cannot bound it.) Each run is charged
-                // its payloads, and the first also what the raw set holds beyond them.
-                let payload = |records: &[Record]| -> usize {
-                    records
-                        .iter()
-                        .map(|r| {
-                            r.key.as_ref().map_or(0, |k| k.len())
-                                + r.value.as_ref().map_or(0, |v| v.len())
-                        })
-                        .sum()
-                };
-                let own: usize = runs.iter().map(|run| payload(&run.1)).sum();
+                // The records share the response's buffers: each run is charged its batches'
+                // encoded size, and the first also what the raw set holds beyond them. What a
+                // batch inflates to is not charged: only the batch being read is decompressed.
+                let own: usize = runs
+                    .iter()
+                    .flat_map(|run| &run.2)
+                    .map(RecordBatch::size)
+                    .sum();
                 let mut extra = raw_len.saturating_sub(own);
-                for (leader_epoch, records) in runs {
-                    let bytes = payload(&records) + std::mem::take(&mut extra);
+                for (leader_epoch, from, batches) in runs {
+                    let bytes = batches.iter().map(RecordBatch::size).sum::<usize>()
+                        + std::mem::take(&mut extra);
                     self.buffered += bytes;
                     self.events.push_back(FetchEvent::Records {
                         topic: tp.0.clone(),
                         partition: tp.1,
-                        records,
+                        records: FetchedRecords::new(batches, from),
                         leader_epoch,
                         high_watermark: data.high_watermark,
                         bytes,

@@ -250,7 +250,7 @@ pub enum ControlRecordType {
 }
 
 /// The records of one batch, read lazily.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Records {
     data: Bytes,
     pos: usize,

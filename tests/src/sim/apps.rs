@@ -310,6 +310,15 @@ impl ConsumerApp {
                 bytes,
                 ..
             } => {
+                let records = match records.collect::<Result<Vec<_>, _>>() {
+                    Ok(records) => records,
+                    Err(error) => {
+                        return Err(Failure::new(format!(
+                            "consumer {}: {topic}-{partition}: {error}",
+                            self.id
+                        )))
+                    }
+                };
                 let mut ledger = self.ledger.borrow_mut();
                 let handed = ledger.handed.entry(partition).or_default();
                 for r in &records {
@@ -357,11 +366,15 @@ pub fn short(e: &FetchEvent) -> String {
     match e {
         FetchEvent::Records {
             partition, records, ..
-        } => format!(
-            "records p{partition} {:?}..{:?}",
-            records.first().map(|r| r.offset),
-            records.last().map(|r| r.offset)
-        ),
+        } => {
+            // Decoded again here: the trace shows which records the event holds.
+            let offsets: Vec<i64> = records.clone().flatten().map(|r| r.offset).collect();
+            format!(
+                "records p{partition} {:?}..{:?}",
+                offsets.first(),
+                offsets.last()
+            )
+        }
         other => format!("{other:?}"),
     }
 }
