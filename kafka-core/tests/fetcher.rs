@@ -317,17 +317,19 @@ fn scripted(answer: fn(i64) -> Bytes) -> Box<dyn FnMut() -> ScriptedBroker> {
         Arc::new(AtomicUsize::new(0)),
         Arc::new(AtomicUsize::new(0)),
         0,
+        Duration::ZERO,
     )
 }
 
 /// As [`scripted`], answering the first `fail_fetches` fetches NOT_LEADER_OR_FOLLOWER and
-/// counting metadata requests in `metadata_requests`, and answering ListOffsets with
-/// `list_offset`.
+/// counting metadata requests in `metadata_requests`, answering ListOffsets with
+/// `list_offset`, and taking `delay` over each Fetch with records.
 fn scripted_with(
     answer: fn(i64) -> Bytes,
     fail_fetches: Arc<AtomicUsize>,
     metadata_requests: Arc<AtomicUsize>,
     list_offset: i64,
+    delay: Duration,
 ) -> Box<dyn FnMut() -> ScriptedBroker> {
     Box::new(move || {
         let (fail_fetches, metadata_requests) = (fail_fetches.clone(), metadata_requests.clone());
@@ -401,6 +403,8 @@ fn scripted_with(
                 });
                 if empty {
                     Reply::After(Duration::from_millis(500), Box::new(Reply::Respond(resp)))
+                } else if !delay.is_zero() {
+                    Reply::After(delay, Box::new(Reply::Respond(resp)))
                 } else {
                     Reply::Respond(resp)
                 }
@@ -548,6 +552,32 @@ fn a_corrupt_record_is_found_where_it_is_read_and_the_partition_stops_there() {
 }
 
 #[test]
+fn a_seek_back_discards_the_fetch_in_flight() {
+    // Offsets 0-2 and 3-5 in two batches; each Fetch with records takes 100 ms. A seek back to
+    // 0 while the fetch from 3 is on its way: that answer does not reach back to 0, so it is
+    // dropped and 0 is fetched again (before, records 0-2 were skipped: the answer was taken
+    // as if fetched from the new position).
+    fn answer(offset: i64) -> Bytes {
+        match offset {
+            0..=2 => batch(0, &["a", "b", "c"], Compression::None, false),
+            3..=5 => batch(3, &["d", "e", "f"], Compression::None, false),
+            _ => Bytes::new(),
+        }
+    }
+    let never = || Arc::new(AtomicUsize::new(0));
+    let broker = scripted_with(answer, never(), never(), 0, Duration::from_millis(100));
+    let mut h = Harness::new(&[], broker);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now);
+    h.advance_to(Instant::from_millis(150));
+    assert_eq!(h.f.position("t", 0), Some(3), "the first batch was read");
+    let before = h.values().len();
+    h.f.seek("t", 0, StartFrom::Offset(0), h.now);
+    h.advance_to(Instant::from_millis(1000));
+    let after: Vec<i64> = h.values()[before..].iter().map(|(o, _)| *o).collect();
+    assert_eq!(after, [0, 1, 2, 3, 4, 5], "read again from the seek");
+}
+
+#[test]
 fn a_leadership_error_refreshes_metadata_and_fetching_resumes() {
     fn answer(offset: i64) -> Bytes {
         if offset == 0 {
@@ -560,7 +590,7 @@ fn a_leadership_error_refreshes_metadata_and_fetching_resumes() {
     let metadata = Arc::new(AtomicUsize::new(0));
     let mut h = Harness::new(
         &[],
-        scripted_with(answer, fails.clone(), metadata.clone(), 0),
+        scripted_with(answer, fails.clone(), metadata.clone(), 0, Duration::ZERO),
     );
     h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
     h.advance_to(Instant::from_millis(3000));
@@ -596,7 +626,10 @@ fn a_latest_offset_inside_a_batch_starts_after_that_batch() {
     }
     let metadata = Arc::new(AtomicUsize::new(0));
     let fails = Arc::new(AtomicUsize::new(0));
-    let mut h = Harness::new(&[], scripted_with(answer, fails, metadata, 1));
+    let mut h = Harness::new(
+        &[],
+        scripted_with(answer, fails, metadata, 1, Duration::ZERO),
+    );
     h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now);
     h.advance_to(Instant::from_millis(600));
     assert_eq!(h.values(), [(3, "new".to_string())]);

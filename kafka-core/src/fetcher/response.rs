@@ -37,7 +37,7 @@ impl Fetcher {
             }
             return;
         }
-        for (tp, _fetch_offset) in tps {
+        for (tp, fetch_offset) in tps {
             let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
             let data = resp
                 .responses
@@ -66,6 +66,11 @@ impl Fetcher {
                 continue;
             };
             part.busy = false;
+            if part.position.is_some_and(|p| p < fetch_offset) {
+                // Fetched before a seek (or a stop at corrupt data) moved the position back: the
+                // data does not reach back to the new position.
+                continue;
+            }
             match ErrorCode::from_code(data.error_code) {
                 None => {}
                 Some(ErrorCode::OffsetOutOfRange) => {
