@@ -36,6 +36,9 @@ pub(crate) trait Session: Send + 'static {
     fn command(&mut self, cmd: Self::Command, now: Instant);
     /// The core emitted a user event.
     fn event(&mut self, ev: <Self::Core as Machine>::Event, now: Instant);
+    /// The events of one drain were all handed to [`Session::event`]: a session that gathers
+    /// them (the producer resolves a response's deliveries under one lock) acts now.
+    fn drained(&mut self) {}
     /// Every user handle is gone.
     fn detached(&mut self, now: Instant);
     /// Whether the driver may stop.
@@ -298,6 +301,7 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                 Output::Event(ev) => self.session.event(ev, now),
             }
         }
+        self.session.drained();
         progress
     }
 

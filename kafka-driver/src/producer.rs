@@ -7,13 +7,12 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_channel::{mpsc, oneshot};
 use futures_util::future::Either;
-use futures_util::FutureExt;
 use kafka_core::config::{ConfigError, ProducerConfig};
 use kafka_core::producer::{
     Certainty, DeliveryError, FlushToken, Outcome, ProducerEvent, ProducerRecord, RecordToken,
@@ -113,29 +112,86 @@ pub struct Failed {
 }
 
 /// Resolves to the record's outcome. Dropping it does not cancel the record.
-#[derive(Debug)]
-pub struct Delivery(oneshot::Receiver<Outcome>);
+///
+/// It reads the record's slot in the producer's table of pending outcomes: no allocation or
+/// channel per record, and the driver fills the slots of a whole response under one lock.
+pub struct Delivery {
+    shared: Arc<Shared>,
+    token: RecordToken,
+    /// The outcome was taken (a finished future is not polled again, but may be dropped).
+    taken: bool,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
 
 impl Future for Delivery {
     type Output = Result<Delivered, Failed>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.0.poll_unpin(cx).map(|r| match r {
-            Ok(Outcome::Delivered {
-                partition,
-                offset,
-                timestamp,
-            }) => Ok(Delivered {
-                partition,
-                offset,
-                timestamp,
-            }),
-            Ok(Outcome::Failed { error, certainty }) => Err(Failed { error, certainty }),
-            // The driver vanished without an outcome: its runtime shut down.
-            Err(_) => Err(Failed {
-                error: DeliveryError::Closed,
-                certainty: Certainty::PossiblySent,
-            }),
-        })
+        let outcome = {
+            let mut pending = self.shared.pending();
+            match pending.slot(self.token) {
+                Some(slot @ Slot::Done(_)) => match std::mem::replace(slot, Slot::Gone) {
+                    Slot::Done(outcome) => {
+                        pending.trim();
+                        Some(outcome)
+                    }
+                    _ => unreachable!("matched above"),
+                },
+                Some(Slot::Waiting(waker)) => {
+                    if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        *waker = Some(cx.waker().clone());
+                    }
+                    None
+                }
+                // Taken already, or never there: only a bug gets here.
+                Some(Slot::Gone) | None => Some(closed()),
+            }
+        };
+        match outcome {
+            None => Poll::Pending,
+            Some(outcome) => {
+                self.taken = true;
+                Poll::Ready(match outcome {
+                    Outcome::Delivered {
+                        partition,
+                        offset,
+                        timestamp,
+                    } => Ok(Delivered {
+                        partition,
+                        offset,
+                        timestamp,
+                    }),
+                    Outcome::Failed { error, certainty } => Err(Failed { error, certainty }),
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if !self.taken {
+            // Nobody will read the outcome: its slot is freed when it comes (or now).
+            let mut pending = self.shared.pending();
+            if let Some(slot) = pending.slot(self.token) {
+                *slot = Slot::Gone;
+                pending.trim();
+            }
+        }
+    }
+}
+
+/// What a record whose driver stopped without resolving it gets (its runtime shut down).
+fn closed() -> Outcome {
+    Outcome::Failed {
+        error: DeliveryError::Closed,
+        certainty: Certainty::PossiblySent,
     }
 }
 
@@ -245,6 +301,7 @@ impl<R: Runtime> Producer<R> {
         });
         let session = ProducerSession {
             shared: shared.clone(),
+            outcomes: Vec::new(),
             flushes: BTreeMap::new(),
             closers: Vec::new(),
             finished: false,
@@ -275,8 +332,6 @@ impl<R: Runtime> Producer<R> {
     pub async fn send(&self, record: Record) -> Result<Delivery, SendError> {
         let mut r = record.inner;
         let mut stamp = record.timestamp;
-        let (tx, rx) = oneshot::channel();
-        let mut tx = Some(tx);
         let mut timer: Option<R::Timer> = None;
         loop {
             let (listener, wake) = {
@@ -290,14 +345,19 @@ impl<R: Runtime> Producer<R> {
                 let core = &mut locked.producer;
                 match core.send_or_return(r, now) {
                     Ok(token) => {
-                        let tx = tx.take().expect("taken once, then returned");
-                        self.shared.pending().insert(token, tx);
+                        // Under the core's lock, so that the outcome (which the driver takes
+                        // from the core under it too) finds the slot.
+                        self.shared.pending().insert(token);
                         let wake = core.take_attention();
                         drop(locked);
                         if wake {
                             self.wake();
                         }
-                        return Ok(Delivery(rx));
+                        return Ok(Delivery {
+                            shared: self.shared.clone(),
+                            token,
+                            taken: false,
+                        });
                     }
                     Err((CoreSendError::BufferFull, back)) => {
                         r = back;
@@ -355,16 +415,26 @@ fn wall_clock_us() -> i64 {
         .map_or(0, |d| d.as_micros() as i64)
 }
 
-/// The handles of records in the core, by token. Tokens come in order and outcomes nearly
+/// The outcomes of records in the core, by token. Tokens come in order and outcomes nearly
 /// so: a ring indexed from the oldest token, not a map.
 #[derive(Default)]
 struct Pending {
     base: u64,
-    slots: VecDeque<Option<oneshot::Sender<Outcome>>>,
+    slots: VecDeque<Slot>,
+}
+
+/// One record's outcome, as its [`Delivery`] sees it.
+enum Slot {
+    /// Not resolved yet; the waker of the task awaiting it, if one is.
+    Waiting(Option<Waker>),
+    /// Resolved, not yet taken.
+    Done(Outcome),
+    /// Taken, or its `Delivery` was dropped: the slot is free.
+    Gone,
 }
 
 impl Pending {
-    fn insert(&mut self, token: RecordToken, tx: oneshot::Sender<Outcome>) {
+    fn insert(&mut self, token: RecordToken) {
         if self.slots.is_empty() {
             self.base = token.0;
         }
@@ -373,25 +443,65 @@ impl Pending {
             return;
         };
         let i = i as usize;
-        while self.slots.len() <= i {
-            self.slots.push_back(None);
+        while self.slots.len() < i {
+            // Tokens of records refused at once (never handed out) leave free slots.
+            self.slots.push_back(Slot::Gone);
         }
-        self.slots[i] = Some(tx);
+        if i == self.slots.len() {
+            self.slots.push_back(Slot::Waiting(None));
+        } else {
+            self.slots[i] = Slot::Waiting(None);
+        }
     }
 
-    fn remove(&mut self, token: RecordToken) -> Option<oneshot::Sender<Outcome>> {
+    fn slot(&mut self, token: RecordToken) -> Option<&mut Slot> {
         let i = usize::try_from(token.0.checked_sub(self.base)?).ok()?;
-        let tx = self.slots.get_mut(i)?.take();
-        while self.slots.front().is_some_and(Option::is_none) {
+        self.slots.get_mut(i)
+    }
+
+    /// Resolves a record; returns the waker to wake once the lock is let go.
+    fn resolve(&mut self, token: RecordToken, outcome: Outcome) -> Option<Waker> {
+        let slot = self.slot(token)?;
+        match std::mem::replace(slot, Slot::Done(outcome)) {
+            Slot::Waiting(waker) => waker,
+            // Its `Delivery` was dropped: nobody reads it.
+            Slot::Gone => {
+                *slot = Slot::Gone;
+                self.trim();
+                None
+            }
+            Slot::Done(_) => {
+                debug_assert!(false, "a record resolved twice");
+                None
+            }
+        }
+    }
+
+    /// Frees the slots at the front that nobody will read.
+    fn trim(&mut self) {
+        while matches!(self.slots.front(), Some(Slot::Gone)) {
             self.slots.pop_front();
             self.base += 1;
         }
-        tx
+    }
+
+    /// The driver is gone: every record still waiting fails as closed.
+    fn close_all(&mut self) -> Vec<Waker> {
+        let mut wakers = Vec::new();
+        for slot in &mut self.slots {
+            if let Slot::Waiting(waker) = slot {
+                wakers.extend(waker.take());
+                *slot = Slot::Done(closed());
+            }
+        }
+        wakers
     }
 }
 
 struct ProducerSession {
     shared: Arc<Shared>,
+    /// Outcomes taken from the core in this drain, resolved together under one lock.
+    outcomes: Vec<(RecordToken, Outcome)>,
     flushes: BTreeMap<FlushToken, oneshot::Sender<()>>,
     closers: Vec<oneshot::Sender<()>>,
     finished: bool,
@@ -403,6 +513,20 @@ impl ProducerSession {
         self.shared.stopped.store(true, Ordering::Release);
         self.shared.memory.notify(usize::MAX);
         self.finished = true;
+    }
+}
+
+impl Drop for ProducerSession {
+    fn drop(&mut self) {
+        // The driver is gone (its runtime shut down, or it finished): nothing will resolve
+        // the records still waiting, so they fail now rather than hang.
+        self.drained();
+        self.shared.stopped.store(true, Ordering::Release);
+        self.shared.memory.notify(usize::MAX);
+        let wakers = self.shared.pending().close_all();
+        for w in wakers {
+            w.wake();
+        }
     }
 }
 
@@ -431,11 +555,7 @@ impl Session for ProducerSession {
 
     fn event(&mut self, ev: ProducerEvent, _now: Instant) {
         match ev {
-            ProducerEvent::Outcome(token, outcome) => {
-                if let Some(tx) = self.shared.pending().remove(token) {
-                    let _ = tx.send(outcome); // a dropped handle only loses the observation
-                }
-            }
+            ProducerEvent::Outcome(token, outcome) => self.outcomes.push((token, outcome)),
             ProducerEvent::MemoryAvailable => {
                 self.shared.memory.notify(usize::MAX);
             }
@@ -450,6 +570,22 @@ impl Session for ProducerSession {
                 }
                 self.stop();
             }
+        }
+    }
+
+    fn drained(&mut self) {
+        if self.outcomes.is_empty() {
+            return;
+        }
+        let mut wakers = Vec::new();
+        {
+            let mut pending = self.shared.pending();
+            for (token, outcome) in self.outcomes.drain(..) {
+                wakers.extend(pending.resolve(token, outcome));
+            }
+        }
+        for w in wakers {
+            w.wake();
         }
     }
 

@@ -800,3 +800,62 @@ macro_rules! suite {
 suite!(on_tokio, kafka_tokio, crate::tokio_block_on);
 suite!(on_smol, kafka_asyncstd, smol::block_on);
 suite!(on_async_std, kafka_asyncstd, async_std::task::block_on);
+
+/// A producer whose runtime shuts down under it (its driver task dropped, not finished): the
+/// records still pending fail as closed rather than wait forever, and later sends fail too.
+#[test]
+fn a_runtime_shut_down_under_the_producer_fails_its_pending_records() {
+    use kafka_tokio::{DeliveryError, Producer, Record, SendError};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (producer, handles) = rt.block_on(async {
+        let producer =
+            Producer::from_map([("bootstrap.servers", unreachable_addr().as_str())]).unwrap();
+        let mut handles = Vec::new();
+        for i in 0..10 {
+            handles.push(
+                producer
+                    .send(Record::new("t", format!("{i}")))
+                    .await
+                    .unwrap(),
+            );
+        }
+        (producer, handles)
+    });
+    drop(rt);
+    // Polled on no runtime at all: only the driver's going away can resolve them.
+    for h in handles {
+        let err = futures_executor_block_on(h).unwrap_err();
+        assert_eq!(err.error, DeliveryError::Closed);
+    }
+    let again = futures_executor_block_on(producer.send(Record::new("t", "late")));
+    assert!(matches!(again, Err(SendError::Closed)), "{again:?}");
+}
+
+/// Polls a future to completion on this thread, with a waker that unparks it.
+fn futures_executor_block_on<F: Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    let start = std::time::Instant::now();
+    loop {
+        if let Poll::Ready(out) = f.as_mut().poll(&mut cx) {
+            return out;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "did not finish within 5 s"
+        );
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+}
