@@ -36,9 +36,16 @@ pub(crate) trait Session: Send + 'static {
     fn command(&mut self, cmd: Self::Command, now: Instant);
     /// The core emitted a user event.
     fn event(&mut self, ev: <Self::Core as Machine>::Event, now: Instant);
-    /// The events of one drain were all handed to [`Session::event`]: a session that gathers
-    /// them (the producer resolves a response's deliveries under one lock) acts now.
-    fn drained(&mut self) {}
+    /// Moves the core's outputs into `outputs`, to be handled with the core's lock let go. A
+    /// session may act on some right here instead (the producer resolves deliveries while it
+    /// holds the lock, rather than passing each through the queue and `event`).
+    fn drain_into(&mut self, outputs: &mut VecDeque<Output<<Self::Core as Machine>::Event>>) {
+        self.with_core(|c| {
+            while let Some(out) = c.poll_output() {
+                outputs.push_back(out);
+            }
+        });
+    }
     /// Every user handle is gone.
     fn detached(&mut self, now: Instant);
     /// Whether the driver may stop.
@@ -269,12 +276,7 @@ impl<R: Runtime, S: Session> Driver<R, S> {
 
     fn drain(&mut self, now: Instant) -> bool {
         let mut progress = false;
-        let outputs = &mut self.outputs;
-        self.session.with_core(|c| {
-            while let Some(out) = c.poll_output() {
-                outputs.push_back(out);
-            }
-        });
+        self.session.drain_into(&mut self.outputs);
         while let Some(out) = self.outputs.pop_front() {
             progress = true;
             match out {
@@ -301,7 +303,6 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                 Output::Event(ev) => self.session.event(ev, now),
             }
         }
-        self.session.drained();
         progress
     }
 

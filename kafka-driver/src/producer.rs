@@ -15,8 +15,8 @@ use futures_channel::{mpsc, oneshot};
 use futures_util::future::Either;
 use kafka_core::config::{ConfigError, ProducerConfig};
 use kafka_core::producer::{
-    Certainty, DeliveryError, FlushToken, Outcome, ProducerEvent, ProducerRecord, RecordToken,
-    SendError as CoreSendError,
+    Certainty, DeliveryError, FlushToken, Outcome, Output, ProducerEvent, ProducerRecord,
+    RecordToken, SendError as CoreSendError,
 };
 use kafka_core::Instant;
 
@@ -301,7 +301,6 @@ impl<R: Runtime> Producer<R> {
         });
         let session = ProducerSession {
             shared: shared.clone(),
-            outcomes: Vec::new(),
             flushes: BTreeMap::new(),
             closers: Vec::new(),
             finished: false,
@@ -500,8 +499,6 @@ impl Pending {
 
 struct ProducerSession {
     shared: Arc<Shared>,
-    /// Outcomes taken from the core in this drain, resolved together under one lock.
-    outcomes: Vec<(RecordToken, Outcome)>,
     flushes: BTreeMap<FlushToken, oneshot::Sender<()>>,
     closers: Vec<oneshot::Sender<()>>,
     finished: bool,
@@ -520,7 +517,6 @@ impl Drop for ProducerSession {
     fn drop(&mut self) {
         // The driver is gone (its runtime shut down, or it finished): nothing will resolve
         // the records still waiting, so they fail now rather than hang.
-        self.drained();
         self.shared.stopped.store(true, Ordering::Release);
         self.shared.memory.notify(usize::MAX);
         let wakers = self.shared.pending().close_all();
@@ -555,7 +551,12 @@ impl Session for ProducerSession {
 
     fn event(&mut self, ev: ProducerEvent, _now: Instant) {
         match ev {
-            ProducerEvent::Outcome(token, outcome) => self.outcomes.push((token, outcome)),
+            ProducerEvent::Outcome(token, outcome) => {
+                let waker = self.shared.pending().resolve(token, outcome);
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            }
             ProducerEvent::MemoryAvailable => {
                 self.shared.memory.notify(usize::MAX);
             }
@@ -573,15 +574,21 @@ impl Session for ProducerSession {
         }
     }
 
-    fn drained(&mut self) {
-        if self.outcomes.is_empty() {
-            return;
-        }
+    fn drain_into(&mut self, outputs: &mut VecDeque<Output>) {
         let mut wakers = Vec::new();
         {
-            let mut pending = self.shared.pending();
-            for (token, outcome) in self.outcomes.drain(..) {
-                wakers.extend(pending.resolve(token, outcome));
+            let mut locked = self.shared.core();
+            // Locked after `core`, as `send` does; taken at the first outcome.
+            let mut pending = None;
+            while let Some(out) = locked.producer.poll_output() {
+                match out {
+                    // Resolved here, a whole response's records under one lock.
+                    Output::Event(ProducerEvent::Outcome(token, outcome)) => {
+                        let pending = pending.get_or_insert_with(|| self.shared.pending());
+                        wakers.extend(pending.resolve(token, outcome));
+                    }
+                    other => outputs.push_back(other),
+                }
             }
         }
         for w in wakers {
