@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 
 /// One client run.
 #[derive(Debug, Clone)]
@@ -101,7 +101,7 @@ fn intended(start: Instant, i: u64, rate: u64) -> Instant {
 }
 
 macro_rules! ours_produce {
-    ($name:ident, $krate:ident, $sleep:expr) => {
+    ($name:ident, $krate:ident, $sleep:expr, $yield_now:expr) => {
         async fn $name(j: &Job) -> Done {
             use $krate::{Producer, Record};
             let p = Producer::from_map(ours_producer_config(j)).expect("valid config");
@@ -116,8 +116,19 @@ macro_rules! ours_produce {
                 for i in 0..j.count {
                     let due = intended(start, i, j.rate);
                     while Instant::now() < due {
-                        // Take what completed while waiting.
-                        let wait = due - Instant::now();
+                        // Take what completed while waiting. The wait is in whole milliseconds,
+                        // as BaseProducer's `poll(due - now)` (librdkafka's timeout counts
+                        // milliseconds): under one, take only what is ready, and spin to the
+                        // intended time, as that loop does. A timer's rounding would make
+                        // every send late and count against the client.
+                        let wait = Duration::from_millis((due - Instant::now()).as_millis() as u64);
+                        if wait.is_zero() {
+                            while let Some(Some(t)) = pending.next().now_or_never() {
+                                done.latencies_us.push(t);
+                            }
+                            $yield_now.await;
+                            continue;
+                        }
                         let next = pending.next();
                         match futures_util::future::select(
                             std::pin::pin!(next),
@@ -167,10 +178,20 @@ macro_rules! ours_produce {
     };
 }
 
-ours_produce!(ours_tokio_produce, kafka_tokio, tokio::time::sleep);
-ours_produce!(ours_asyncstd_produce, kafka_asyncstd, |d| async move {
-    smol::Timer::after(d).await;
-});
+ours_produce!(
+    ours_tokio_produce,
+    kafka_tokio,
+    tokio::time::sleep,
+    tokio::task::yield_now()
+);
+ours_produce!(
+    ours_asyncstd_produce,
+    kafka_asyncstd,
+    |d| async move {
+        smol::Timer::after(d).await;
+    },
+    smol::future::yield_now()
+);
 
 fn bytes_of(size: usize) -> Vec<u8> {
     (0..size).map(|i| b'a' + (i % 26) as u8).collect()

@@ -117,7 +117,10 @@ pub fn markdown(
         s,
         "\n## Open-loop delivery latency\n\n100 B records, acks=1, offered at {rate} records/s; \
          each latency counts from the record's intended send time, so time spent under \
-         back-pressure is not hidden.\n"
+         back-pressure is not hidden. Every sending loop waits in whole milliseconds and spins \
+         through the last one (as BaseProducer's `poll(due - now)` does), so that sends leave \
+         on time: the CPU column counts that spinning too, and is no measure of the client \
+         here.\n"
     );
     let _ = writeln!(
         s,
