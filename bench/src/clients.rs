@@ -103,10 +103,12 @@ fn intended(start: Instant, i: u64, rate: u64) -> Instant {
 macro_rules! ours_produce {
     ($name:ident, $krate:ident, $sleep:expr, $yield_now:expr) => {
         async fn $name(j: &Job) -> Done {
-            use $krate::{Producer, Record};
+            use $krate::{Producer, Record, Topic};
             let p = Producer::from_map(ours_producer_config(j)).expect("valid config");
-            // Shared, as an application holding its payloads in `Bytes` would send them.
+            // Shared, as an application holding its payloads in `Bytes` (and its topic in a
+            // `Topic`) would send them.
             let value = bytes::Bytes::from(bytes_of(j.size));
+            let topic = Topic::from(j.topic.as_str());
             let start = Instant::now();
             let mut done = Done::default();
             if j.rate > 0 {
@@ -143,7 +145,7 @@ macro_rules! ours_produce {
                         }
                     }
                     let d = p
-                        .send(Record::new(j.topic.as_str(), value.clone()))
+                        .send(Record::new(topic.clone(), value.clone()))
                         .await
                         .expect("send");
                     pending.push(async move {
@@ -158,7 +160,7 @@ macro_rules! ours_produce {
                 let mut pending = VecDeque::new();
                 for _ in 0..j.count {
                     pending.push_back(
-                        p.send(Record::new(j.topic.as_str(), value.clone()))
+                        p.send(Record::new(topic.clone(), value.clone()))
                             .await
                             .expect("send"),
                     );

@@ -26,7 +26,7 @@ pub use kafka_core::fetcher::{FetchError, StartFrom};
 /// Why the producer refused a record (inside [`SendError::Rejected`] and
 /// [`DeliveryError::Refused`]).
 pub use kafka_core::producer::SendError as CoreSendError;
-pub use kafka_core::producer::{Certainty, DeliveryError};
+pub use kafka_core::producer::{Certainty, DeliveryError, Topic};
 pub use kafka_core::proto::record::{Header, Headers};
 pub use kafka_core::proto::ErrorCode;
 pub use producer::{Delivered, Delivery, Failed, Producer, Record, SendError};

@@ -16,7 +16,7 @@ use futures_util::future::Either;
 use kafka_core::config::{ConfigError, ProducerConfig};
 use kafka_core::producer::{
     Certainty, DeliveryError, FlushToken, Outcome, Output, ProducerEvent, ProducerRecord,
-    RecordToken, SendError as CoreSendError,
+    RecordToken, SendError as CoreSendError, Topic,
 };
 use kafka_core::Instant;
 
@@ -31,8 +31,9 @@ pub struct Record {
 }
 
 impl Record {
-    /// A record with a value.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+    /// A record with a value. A topic named by `&str` or `String` is copied for each record;
+    /// a [`Topic`] made once and cloned per record is shared instead.
+    pub fn new(topic: impl Into<Topic>, value: impl Into<Bytes>) -> Self {
         Record {
             inner: ProducerRecord {
                 topic: topic.into(),
@@ -43,7 +44,7 @@ impl Record {
         }
     }
     /// A record without a value (a tombstone, with a key).
-    pub fn tombstone(topic: impl Into<String>, key: impl Into<Bytes>) -> Self {
+    pub fn tombstone(topic: impl Into<Topic>, key: impl Into<Bytes>) -> Self {
         Record {
             inner: ProducerRecord {
                 topic: topic.into(),

@@ -10,7 +10,7 @@ use kafka_proto::record::{
     rewrite_producer_fields, BatchBuilder, BatchMeta, RecordBatches, BATCH_HEADER_LEN,
 };
 
-use super::types::{ProducerRecord, RecordToken};
+use super::types::{ProducerRecord, RecordToken, Topic};
 use crate::time::Instant;
 
 /// A topic and partition.
@@ -120,13 +120,76 @@ pub(crate) struct Appended {
     pub bytes: usize,
 }
 
+/// Queued batches by topic, then partition: found from a record's `&str` topic, so appending
+/// needs no owned name, and iterated in (topic, partition) order as a map keyed by both would
+/// be. An emptied partition queue is removed.
+#[derive(Debug, Default)]
+struct Queues(BTreeMap<Topic, BTreeMap<i32, VecDeque<Batch>>>);
+
+impl Queues {
+    fn get(&self, topic: &str, partition: i32) -> Option<&VecDeque<Batch>> {
+        self.0.get(topic)?.get(&partition)
+    }
+
+    fn get_mut(&mut self, topic: &str, partition: i32) -> Option<&mut VecDeque<Batch>> {
+        self.0.get_mut(topic)?.get_mut(&partition)
+    }
+
+    fn or_default(&mut self, topic: &Topic, partition: i32) -> &mut VecDeque<Batch> {
+        // A `Topic` key clones without allocating: one lookup, on every append.
+        self.0
+            .entry(topic.clone())
+            .or_default()
+            .entry(partition)
+            .or_default()
+    }
+
+    fn remove(&mut self, topic: &str, partition: i32) {
+        if let Some(parts) = self.0.get_mut(topic) {
+            parts.remove(&partition);
+            if parts.is_empty() {
+                self.0.remove(topic);
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, i32, &VecDeque<Batch>)> + '_ {
+        self.0
+            .iter()
+            .flat_map(|(t, parts)| parts.iter().map(move |(p, q)| (t.as_str(), *p, q)))
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut VecDeque<Batch>> + '_ {
+        self.0.values_mut().flat_map(|parts| parts.values_mut())
+    }
+
+    fn retain_nonempty(&mut self) {
+        for parts in self.0.values_mut() {
+            parts.retain(|_, q| !q.is_empty());
+        }
+        self.0.retain(|_, parts| !parts.is_empty());
+    }
+
+    fn take_all(&mut self) -> Vec<Batch> {
+        std::mem::take(&mut self.0)
+            .into_values()
+            .flat_map(BTreeMap::into_values)
+            .flatten()
+            .collect()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Accumulator {
     batch_size: usize,
     linger: Duration,
     compression: Compression,
     pub pool: Pool,
-    queues: BTreeMap<TopicPartition, VecDeque<Batch>>,
+    queues: Queues,
     next_id: u64,
     /// Recycled `batch.size` blocks (exact-size blocks for larger records are not kept).
     free: Vec<BytesMut>,
@@ -162,7 +225,7 @@ impl Accumulator {
                 used: 0,
                 waiters: false,
             },
-            queues: BTreeMap::new(),
+            queues: Queues::default(),
             next_id: 0,
             free: Vec::new(),
             ratio: 1.0,
@@ -174,7 +237,7 @@ impl Accumulator {
     /// exact-size block for a larger record).
     pub fn append(
         &mut self,
-        tp: &TopicPartition,
+        partition: i32,
         r: &ProducerRecord,
         token: RecordToken,
         now: Instant,
@@ -186,11 +249,7 @@ impl Accumulator {
             .map(|(k, v)| (k.as_str(), v.as_deref()))
             .collect();
         let (key, value) = (r.key.as_deref(), r.value.as_deref());
-        // Look up before inserting: `entry` would clone the key on every append.
-        let queue = match self.queues.get_mut(tp) {
-            Some(q) => q,
-            None => self.queues.entry(tp.clone()).or_default(),
-        };
+        let queue = self.queues.or_default(&r.topic, partition);
         if let Some(last) = queue.back_mut() {
             if let (false, Some(b)) = (last.full, last.builder.as_mut()) {
                 // Stay within the reserved block, and within batch.size after the estimated
@@ -242,7 +301,7 @@ impl Accumulator {
         self.next_id += 1;
         queue.push_back(Batch {
             id: self.next_id,
-            tp: tp.clone(),
+            tp: (r.topic.to_string(), partition),
             builder: Some(b),
             sealed: None,
             records: {
@@ -304,8 +363,8 @@ impl Accumulator {
     }
 
     /// The partitions with queued batches.
-    pub fn partitions(&self) -> impl Iterator<Item = &TopicPartition> + '_ {
-        self.queues.keys()
+    pub fn partitions(&self) -> impl Iterator<Item = (&str, i32)> + '_ {
+        self.queues.iter().map(|(t, p, _)| (t, p))
     }
 
     /// The partitions whose first batch may be sent now, and the next instant one becomes ready.
@@ -318,8 +377,9 @@ impl Accumulator {
     ) -> (Vec<TopicPartition>, Option<Instant>) {
         let mut ready = Vec::new();
         let mut next: Option<Instant> = None;
-        for (tp, q) in &self.queues {
+        for (_, _, q) in self.queues.iter() {
             let Some(b) = q.front() else { continue };
+            let tp = &b.tp;
             if blocked(tp) {
                 continue;
             }
@@ -339,7 +399,7 @@ impl Accumulator {
         let mut out = Vec::new();
         let mut size = 0;
         for tp in partitions {
-            let Some(q) = self.queues.get_mut(tp) else {
+            let Some(q) = self.queues.get_mut(&tp.0, tp.1) else {
                 continue;
             };
             let Some(first) = q.front() else { continue };
@@ -350,7 +410,7 @@ impl Accumulator {
             size += b.size();
             out.push(b);
             if q.is_empty() {
-                self.queues.remove(tp);
+                self.queues.remove(&tp.0, tp.1);
             }
         }
         out
@@ -358,7 +418,7 @@ impl Accumulator {
 
     /// Puts a batch back for a retry, ahead of newer batches and in sequence order.
     pub fn reenqueue(&mut self, b: Batch) {
-        let q = self.queues.entry(b.tp.clone()).or_default();
+        let q = self.queues.or_default(&Topic::from(&b.tp.0), b.tp.1);
         let at = q
             .iter()
             .position(|o| {
@@ -379,32 +439,29 @@ impl Accumulator {
             }
         }
         if !out.is_empty() {
-            self.queues.retain(|_, q| !q.is_empty());
+            self.queues.retain_nonempty();
         }
         out
     }
 
     /// Removes every queued batch (close, drop).
     pub fn take_all(&mut self) -> Vec<Batch> {
-        std::mem::take(&mut self.queues)
-            .into_values()
-            .flatten()
-            .collect()
+        self.queues.take_all()
     }
 
     /// The earliest delivery deadline of a queued batch.
     pub fn next_deadline(&self) -> Option<Instant> {
         // The fronts suffice: see `expire`.
         self.queues
-            .values()
-            .filter_map(|q| q.front())
+            .iter()
+            .filter_map(|(_, _, q)| q.front())
             .map(|b| b.deadline)
             .min()
     }
 
     /// Batches waiting for each partition.
-    pub fn queue_len(&self, tp: &TopicPartition) -> usize {
-        self.queues.get(tp).map_or(0, VecDeque::len)
+    pub fn queue_len(&self, topic: &str, partition: i32) -> usize {
+        self.queues.get(topic, partition).map_or(0, VecDeque::len)
     }
 
     /// Splits a rejected (MESSAGE_TOO_LARGE) batch of several records into two halves, each
@@ -478,7 +535,7 @@ impl Accumulator {
     /// Forgets the sequences of a partition's queued batches, so they are renumbered from the
     /// partition's new sequence start when next drained (after an epoch bump).
     pub fn reset_sequences(&mut self, tp: &TopicPartition) {
-        for b in self.queues.get_mut(tp).into_iter().flatten() {
+        for b in self.queues.get_mut(&tp.0, tp.1).into_iter().flatten() {
             b.base_sequence = -1;
         }
     }
@@ -486,7 +543,7 @@ impl Accumulator {
     /// Whether the partition's first batch is a retry.
     pub fn front_is_retry(&self, tp: &TopicPartition) -> bool {
         self.queues
-            .get(tp)
+            .get(&tp.0, tp.1)
             .and_then(VecDeque::front)
             .is_some_and(|b| b.attempts > 0)
     }
@@ -518,13 +575,13 @@ mod tests {
         let tp = ("t".to_string(), 0);
         let small = ProducerRecord::new("t", vec![1u8; 10], 1);
         let deadline = Instant::from_millis(1000);
-        acc.append(&tp, &small, RecordToken(0), Instant::ZERO, deadline)
+        acc.append(tp.1, &small, RecordToken(0), Instant::ZERO, deadline)
             .unwrap();
         let mut b = drained(&mut acc, &tp);
         let ptr = b.seal(&BatchMeta::default()).as_ptr();
         acc.recycle(b);
         assert_eq!(recycled(&acc), 1);
-        acc.append(&tp, &small, RecordToken(1), Instant::ZERO, deadline)
+        acc.append(tp.1, &small, RecordToken(1), Instant::ZERO, deadline)
             .unwrap();
         assert_eq!(recycled(&acc), 0, "taken for the new batch");
         let mut b = drained(&mut acc, &tp);
@@ -537,7 +594,7 @@ mod tests {
 
         // A record larger than batch.size gets an exact-size block, which is not kept.
         let big = ProducerRecord::new("t", vec![1u8; 4000], 1);
-        acc.append(&tp, &big, RecordToken(2), Instant::ZERO, deadline)
+        acc.append(tp.1, &big, RecordToken(2), Instant::ZERO, deadline)
             .unwrap();
         assert_eq!(
             recycled(&acc),

@@ -24,6 +24,14 @@ use kafka_proto::ErrorCode;
 
 pub use accumulator::TopicPartition;
 use accumulator::{record_size, Accumulator, Batch, NoMemory};
+
+/// Why [`Producer::append`] handed a record back.
+enum NotAppended {
+    /// Its topic's metadata is not known yet.
+    NoMetadata,
+    /// `buffer.memory` is used up.
+    NoMemory,
+}
 use idempotence::{seq_add, PartitionSequence};
 pub use types::*;
 
@@ -218,37 +226,37 @@ impl Producer {
         self.metadata.use_topic(&record.topic, now);
         // Outstanding before appending: an append may resolve the token at once.
         self.outstanding.insert(token.0);
-        let wake = if self.metadata.topic(&record.topic).is_some() {
-            match self.append(token, record, now + self.cfg.delivery_timeout) {
-                Ok(wake) => wake,
-                Err((NoMemory, record)) => {
-                    self.outstanding.remove(token.0);
-                    // A waiter makes every batch ready: send them now, or nothing frees
-                    // memory until linger.ms.
-                    self.drive(now);
-                    return Err((SendError::BufferFull, record));
-                }
-            }
-        } else {
-            // Wait (up to max.block.ms) for the topic's metadata, holding its memory meanwhile.
-            if self.acc.pool.used + size > self.acc.pool.total {
-                self.acc.pool.waiters = true;
+        let wake = match self.append(token, record, now + self.cfg.delivery_timeout) {
+            Ok(wake) => wake,
+            Err((NotAppended::NoMemory, record)) => {
                 self.outstanding.remove(token.0);
+                // A waiter makes every batch ready: send them now, or nothing frees
+                // memory until linger.ms.
                 self.drive(now);
                 return Err((SendError::BufferFull, record));
             }
-            self.acc.pool.used += size;
-            // Only the first record waiting for a topic wakes the sender (to ask for its
-            // metadata); the others change nothing it would act on, and a burst sent before
-            // the metadata arrives would otherwise run the sender once per record.
-            let first = self.add_pending_topic(&record.topic);
-            self.pending.push_back(Pending {
-                token,
-                record,
-                deadline: now + self.cfg.max_block,
-                size,
-            });
-            first
+            Err((NotAppended::NoMetadata, record)) => {
+                // Wait (up to max.block.ms) for the topic's metadata, holding its memory
+                // meanwhile.
+                if self.acc.pool.used + size > self.acc.pool.total {
+                    self.acc.pool.waiters = true;
+                    self.outstanding.remove(token.0);
+                    self.drive(now);
+                    return Err((SendError::BufferFull, record));
+                }
+                self.acc.pool.used += size;
+                // Only the first record waiting for a topic wakes the sender (to ask for its
+                // metadata); the others change nothing it would act on, and a burst sent before
+                // the metadata arrives would otherwise run the sender once per record.
+                let first = self.add_pending_topic(&record.topic);
+                self.pending.push_back(Pending {
+                    token,
+                    record,
+                    deadline: now + self.cfg.max_block,
+                    size,
+                });
+                first
+            }
         };
         // Only a new batch (or a full one, which opens a new one) wakes the sender; appending
         // to an open batch changes nothing it would act on.
@@ -258,7 +266,7 @@ impl Producer {
         Ok(token)
     }
 
-    /// Partitions and appends a record whose topic metadata is known. Returns whether the
+    /// Partitions and appends a record; its topic's metadata must be known. Returns whether the
     /// sender should wake (a new batch opened, or the record resolved at once).
     #[allow(clippy::result_large_err)] // the record comes back by value, as above
     fn append(
@@ -266,16 +274,15 @@ impl Producer {
         token: RecordToken,
         r: ProducerRecord,
         deadline: Instant,
-    ) -> Result<bool, (NoMemory, ProducerRecord)> {
-        let topic = self
-            .metadata
-            .topic(&r.topic)
-            .expect("checked by the caller");
+    ) -> Result<bool, (NotAppended, ProducerRecord)> {
+        let Some(topic) = self.metadata.topic(&r.topic) else {
+            return Err((NotAppended::NoMetadata, r));
+        };
         let count = topic.partitions.len() as u32;
         let partition = match (r.partition, &r.key) {
             (Some(p), _) if p as u32 >= count => {
                 let error = DeliveryError::UnknownPartition {
-                    topic: r.topic.clone(),
+                    topic: r.topic.to_string(),
                     partition: p,
                     count: count as usize,
                 };
@@ -310,24 +317,22 @@ impl Producer {
                     })
                 };
                 // Queue lengths are read only when switching partitions, so the key is built then.
-                let queue_len = |p: u32| acc.queue_len(&(r.topic.clone(), p as i32));
+                let queue_len = |p: u32| acc.queue_len(&r.topic, p as i32);
                 self.partitioner
                     .partition(&r.topic, count, available, queue_len) as i32
             }
         };
-        // The record is ours: move its topic into the key instead of cloning it.
-        let mut r = r;
-        let tp = (std::mem::take(&mut r.topic), partition);
-        let appended = match self.acc.append(&tp, &r, token, self.now, deadline) {
+        let appended = match self.acc.append(partition, &r, token, self.now, deadline) {
             Ok(a) => a,
-            Err(NoMemory) => {
-                r.topic = tp.0; // hand the record back whole
-                return Err((NoMemory, r));
-            }
+            Err(NoMemory) => return Err((NotAppended::NoMemory, r)),
         };
         if r.partition.is_none() && (r.key.is_none() || self.cfg.partitioner_ignore_keys) {
-            self.partitioner
-                .on_append(&tp.0, partition as u32, appended.bytes, appended.new_batch);
+            self.partitioner.on_append(
+                &r.topic,
+                partition as u32,
+                appended.bytes,
+                appended.new_batch,
+            );
         }
         Ok(appended.new_batch)
     }
@@ -479,7 +484,7 @@ impl Producer {
         let mut unknown_leader = self
             .acc
             .partitions()
-            .any(|tp| self.metadata.leader(&tp.0, tp.1).is_none());
+            .any(|(topic, partition)| self.metadata.leader(topic, partition).is_none());
         for tp in ready {
             match self.metadata.leader(&tp.0, tp.1) {
                 Some(node) => by_node.entry(node).or_default().push(tp),
@@ -725,7 +730,7 @@ impl Producer {
             }
             let p = self.pending.pop_front().expect("checked");
             self.forget_pending_topic(&p.record.topic);
-            let error = DeliveryError::MetadataTimeout(p.record.topic.clone());
+            let error = DeliveryError::MetadataTimeout(p.record.topic.to_string());
             self.fail_pending(p, error);
         }
     }

@@ -5,12 +5,98 @@ use kafka_proto::ErrorCode;
 
 use crate::net::RequestError;
 
+/// A topic name that is cheap to clone: records sent to one topic can share a single
+/// allocation (`Topic::from("orders")` once, then `.clone()` per record), where a `String`
+/// per record costs an allocation and a free on the hot path.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Topic(std::sync::Arc<str>);
+
+impl Topic {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Topic {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Topic {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Topic {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Topic {
+    fn from(s: &str) -> Self {
+        Topic(s.into())
+    }
+}
+
+impl From<String> for Topic {
+    fn from(s: String) -> Self {
+        Topic(s.into())
+    }
+}
+
+impl From<&String> for Topic {
+    fn from(s: &String) -> Self {
+        Topic(s.as_str().into())
+    }
+}
+
+impl From<&Topic> for Topic {
+    fn from(t: &Topic) -> Self {
+        t.clone()
+    }
+}
+
+impl From<std::sync::Arc<str>> for Topic {
+    fn from(s: std::sync::Arc<str>) -> Self {
+        Topic(s)
+    }
+}
+
+impl PartialEq<str> for Topic {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Topic {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
 /// A record to send. `timestamp` is CreateTime in epoch ms; the adapter fills it from the wall
 /// clock when the user leaves it empty (the core never reads a clock).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducerRecord {
     /// The topic.
-    pub topic: String,
+    pub topic: Topic,
     /// A fixed partition, or `None` to let the partitioner choose.
     pub partition: Option<i32>,
     /// The key.
@@ -25,7 +111,7 @@ pub struct ProducerRecord {
 
 impl ProducerRecord {
     /// A record with a value and a timestamp.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>, timestamp: i64) -> Self {
+    pub fn new(topic: impl Into<Topic>, value: impl Into<Bytes>, timestamp: i64) -> Self {
         ProducerRecord {
             topic: topic.into(),
             value: Some(value.into()),
