@@ -1188,14 +1188,9 @@ fn buffer_full_wakes_the_sender_even_with_a_long_linger() {
     );
 }
 
-#[test]
-fn records_waiting_for_metadata_and_a_full_buffer_all_get_through() {
-    // Sent before metadata is known, more than buffer.memory holds: some wait as pending
-    // records, the rest are refused until memory frees. Nothing may stall.
-    let mut h = Harness::new(&[("buffer.memory", "65536"), ("batch.size", "16384")], 1);
-    let mut waiting: VecDeque<ProducerRecord> = (0..300)
-        .map(|i| ProducerRecord::new("t", format!("{i:0>1000}"), 1))
-        .collect();
+/// Sends every record, as a driver would: on BufferFull, wait for MemoryAvailable, retry.
+fn send_through_a_full_buffer(h: &mut Harness, records: Vec<ProducerRecord>) -> Vec<RecordToken> {
+    let mut waiting: VecDeque<ProducerRecord> = records.into();
     let mut tokens = Vec::new();
     for _ in 0..10_000 {
         while let Some(r) = waiting.pop_front() {
@@ -1235,9 +1230,77 @@ fn records_waiting_for_metadata_and_a_full_buffer_all_get_through() {
         }
     }
     assert!(waiting.is_empty());
+    tokens
+}
+
+#[test]
+fn records_waiting_for_metadata_and_a_full_buffer_all_get_through() {
+    // Sent before metadata is known, more than buffer.memory holds: some wait as pending
+    // records, the rest are refused until memory frees. Nothing may stall.
+    let mut h = Harness::new(&[("buffer.memory", "65536"), ("batch.size", "16384")], 1);
+    let records = (0..300)
+        .map(|i| ProducerRecord::new("t", format!("{i:0>1000}"), 1))
+        .collect();
+    let tokens = send_through_a_full_buffer(&mut h, records);
     h.ms(1000);
     assert_eq!(tokens.len(), 300);
     for t in tokens {
         assert!(matches!(h.outcome(t), Some(Outcome::Delivered { .. })));
     }
+}
+
+#[test]
+fn records_that_waited_for_metadata_fill_whole_batches() {
+    // A burst sent before the topic's metadata fills the buffer with records waiting one by
+    // one. Placed, they must share batches: given one batch each, every later send would reuse
+    // those one-record blocks as freed, and the producer would stay in one-record requests.
+    let mut h = Harness::new(&[("buffer.memory", "65536"), ("batch.size", "16384")], 1);
+    let records = (0..600)
+        .map(|i| ProducerRecord::new("t", format!("{i:0>1000}"), 1))
+        .collect();
+    let tokens = send_through_a_full_buffer(&mut h, records);
+    h.ms(1000);
+    for t in &tokens {
+        assert!(matches!(h.outcome(*t), Some(Outcome::Delivered { .. })));
+    }
+    assert_eq!(h.log(0).len(), 600);
+    // 600 records of about 1 KB fill 38 batches of 16 KiB (93 when records that waited were
+    // placed one at a time).
+    let batches = h.cluster.lock().unwrap().written.len();
+    assert!(batches <= 40, "{batches} batches for 600 records");
+}
+
+#[test]
+fn a_send_short_of_memory_waits_for_a_whole_batch() {
+    // 40,000 bytes hold two 16 KiB blocks and a 7 KB scrap. Sends wait for whole blocks, as
+    // the Java client's buffer pool makes them: a scrap taken as a batch would be freed and
+    // taken again, at its size, for as long as the producer stays short of memory.
+    let mut h = Harness::new(&[("buffer.memory", "40000"), ("batch.size", "16384")], 1);
+    warm(&mut h);
+    let records = (0..300)
+        .map(|i| ProducerRecord::new("t", format!("{i:0>1000}"), 1))
+        .collect();
+    let tokens = send_through_a_full_buffer(&mut h, records);
+    h.ms(1000);
+    for t in &tokens {
+        assert!(matches!(h.outcome(*t), Some(Outcome::Delivered { .. })));
+    }
+    assert_eq!(h.log(0).len(), 301);
+    // Records per batch, from the base sequences (the first batch is the warm-up record).
+    let mut bases: Vec<i32> = h
+        .cluster
+        .lock()
+        .unwrap()
+        .written
+        .iter()
+        .map(|w| w.1)
+        .collect();
+    bases.push(301);
+    let sizes: Vec<i32> = bases.windows(2).map(|w| w[1] - w[0]).collect();
+    let (body, last) = (&sizes[1..sizes.len() - 1], sizes[sizes.len() - 1]);
+    assert!(
+        body.iter().all(|n| *n == 16),
+        "records per batch: {sizes:?}"
+    );
+    assert!(last <= 16, "{sizes:?}");
 }

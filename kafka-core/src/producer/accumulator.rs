@@ -93,6 +93,10 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
+    pub fn free(&self) -> usize {
+        self.total.saturating_sub(self.used)
+    }
+
     fn try_reserve(&mut self, n: usize) -> bool {
         if self.used + n > self.total {
             self.waiters = true;
@@ -112,6 +116,19 @@ impl Pool {
 /// Why an append did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NoMemory;
+
+/// How much memory a new batch may make do with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Block {
+    /// A whole `batch.size` block (or the record's size if larger), as the Java client's
+    /// buffer pool allocates: a send waits for one rather than take a scrap. Scraps would
+    /// last: each is freed when its batch completes and taken again, at the same size, by the
+    /// send waiting for memory, so a producer once short of memory would stay in small batches.
+    Whole,
+    /// Down to exactly this record when memory is short: for records that held their own
+    /// memory while they waited for metadata, so that placing them always makes progress.
+    AtLeastRecord,
+}
 
 /// What an append did, for the sticky partitioner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,7 +251,7 @@ impl Accumulator {
     }
 
     /// Appends to the partition's open batch, or opens a new one (a `batch.size` block, or an
-    /// exact-size block for a larger record).
+    /// exact-size block for a larger record, never more than the whole pool).
     pub fn append(
         &mut self,
         partition: i32,
@@ -242,6 +259,7 @@ impl Accumulator {
         token: RecordToken,
         now: Instant,
         deadline: Instant,
+        fit: Block,
     ) -> Result<Appended, NoMemory> {
         let headers: Vec<(&str, Option<&[u8]>)> = r
             .headers
@@ -271,14 +289,12 @@ impl Accumulator {
             }
         }
         let need = BATCH_HEADER_LEN + record_size(r);
-        let mut block = self.batch_size.max(need);
+        // `send` refuses records larger than the pool, so `need` always fits in it.
+        let mut block = self.batch_size.max(need).min(self.pool.total);
         let had_waiters = self.pool.waiters;
         if !self.pool.try_reserve(block) {
-            // Memory is tight: take what is free, down to exactly this record, rather than
-            // refuse. Records that waited for metadata hold their own size, so placing them
-            // always makes progress; batches are smaller only while memory is short.
             let free = self.pool.total.saturating_sub(self.pool.used);
-            if free < need {
+            if fit == Block::Whole || free < need {
                 return Err(NoMemory);
             }
             // try_reserve flagged a waiter, but nothing was refused: keep the flag as it was.
@@ -575,14 +591,28 @@ mod tests {
         let tp = ("t".to_string(), 0);
         let small = ProducerRecord::new("t", vec![1u8; 10], 1);
         let deadline = Instant::from_millis(1000);
-        acc.append(tp.1, &small, RecordToken(0), Instant::ZERO, deadline)
-            .unwrap();
+        acc.append(
+            tp.1,
+            &small,
+            RecordToken(0),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        )
+        .unwrap();
         let mut b = drained(&mut acc, &tp);
         let ptr = b.seal(&BatchMeta::default()).as_ptr();
         acc.recycle(b);
         assert_eq!(recycled(&acc), 1);
-        acc.append(tp.1, &small, RecordToken(1), Instant::ZERO, deadline)
-            .unwrap();
+        acc.append(
+            tp.1,
+            &small,
+            RecordToken(1),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        )
+        .unwrap();
         assert_eq!(recycled(&acc), 0, "taken for the new batch");
         let mut b = drained(&mut acc, &tp);
         assert_eq!(
@@ -594,8 +624,15 @@ mod tests {
 
         // A record larger than batch.size gets an exact-size block, which is not kept.
         let big = ProducerRecord::new("t", vec![1u8; 4000], 1);
-        acc.append(tp.1, &big, RecordToken(2), Instant::ZERO, deadline)
-            .unwrap();
+        acc.append(
+            tp.1,
+            &big,
+            RecordToken(2),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        )
+        .unwrap();
         assert_eq!(
             recycled(&acc),
             1,

@@ -23,7 +23,7 @@ use kafka_proto::record::BatchMeta;
 use kafka_proto::ErrorCode;
 
 pub use accumulator::TopicPartition;
-use accumulator::{record_size, Accumulator, Batch, NoMemory};
+use accumulator::{record_size, Accumulator, Batch, Block, NoMemory};
 
 /// Why [`Producer::append`] handed a record back.
 enum NotAppended {
@@ -226,7 +226,8 @@ impl Producer {
         self.metadata.use_topic(&record.topic, now);
         // Outstanding before appending: an append may resolve the token at once.
         self.outstanding.insert(token.0);
-        let wake = match self.append(token, record, now + self.cfg.delivery_timeout) {
+        let deadline = now + self.cfg.delivery_timeout;
+        let wake = match self.append(token, record, deadline, Block::Whole) {
             Ok(wake) => wake,
             Err((NotAppended::NoMemory, record)) => {
                 self.outstanding.remove(token.0);
@@ -274,6 +275,7 @@ impl Producer {
         token: RecordToken,
         r: ProducerRecord,
         deadline: Instant,
+        fit: Block,
     ) -> Result<bool, (NotAppended, ProducerRecord)> {
         let Some(topic) = self.metadata.topic(&r.topic) else {
             return Err((NotAppended::NoMetadata, r));
@@ -322,7 +324,10 @@ impl Producer {
                     .partition(&r.topic, count, available, queue_len) as i32
             }
         };
-        let appended = match self.acc.append(partition, &r, token, self.now, deadline) {
+        let appended = match self
+            .acc
+            .append(partition, &r, token, self.now, deadline, fit)
+        {
             Ok(a) => a,
             Err(NoMemory) => return Err((NotAppended::NoMemory, r)),
         };
@@ -763,12 +768,30 @@ impl Producer {
             return;
         }
         let mut skipped = VecDeque::new();
+        // How many records at the front of `pending` were looked at ahead of their turn: those
+        // of known topics have their memory back in the pool already.
+        let mut ahead: usize = 0;
         while let Some(p) = self.pending.pop_front() {
+            let released = ahead > 0;
+            ahead = ahead.saturating_sub(1);
             if self.metadata.topic(&p.record.topic).is_none() {
                 skipped.push_back(p);
                 continue;
             }
-            self.acc.pool.used -= p.size.min(self.acc.pool.used);
+            if !released {
+                self.acc.pool.used -= p.size.min(self.acc.pool.used);
+            }
+            // Memory comes back a batch's worth ahead, so that these records share batches.
+            // Freed one at a time, each would find only its own size free (a burst sent before
+            // the metadata fills the pool) and open a one-record batch; and those small blocks
+            // would last, each taken again at its size when freed.
+            while self.acc.pool.free() < self.cfg.batch_size && ahead < self.pending.len() {
+                let q = &self.pending[ahead];
+                if self.metadata.topic(&q.record.topic).is_some() {
+                    self.acc.pool.used -= q.size.min(self.acc.pool.used);
+                }
+                ahead += 1;
+            }
             let deadline = now + self.cfg.delivery_timeout;
             // Forgotten first: the append takes the record (and its topic) by value.
             self.forget_pending_topic(&p.record.topic);
@@ -778,11 +801,17 @@ impl Producer {
                 deadline: max_block,
                 size,
             } = p;
-            if let Err((_, record)) = self.append(token, record, deadline) {
-                // Keep the waiters flag as it is: a user send may still be waiting for memory,
-                // and only a release should clear it (with a MemoryAvailable event). Later
-                // records wait too, so none overtakes this one.
-                self.acc.pool.used += size;
+            if let Err((_, record)) = self.append(token, record, deadline, Block::AtLeastRecord) {
+                // Batches took more than these records' sizes (the unused ends of full
+                // batches): this record and those freed ahead hold their memory again, and
+                // wait for more to free. Keep the waiters flag as it is: a user send may still
+                // be waiting for memory, and only a release should clear it (with a
+                // MemoryAvailable event). Later records wait too, so none overtakes this one.
+                let held: usize = (self.pending.iter().take(ahead))
+                    .filter(|q| self.metadata.topic(&q.record.topic).is_some())
+                    .map(|q| q.size)
+                    .sum();
+                self.acc.pool.used += size + held;
                 self.add_pending_topic(&record.topic);
                 self.pending.push_front(Pending {
                     token,
