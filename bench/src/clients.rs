@@ -47,6 +47,9 @@ pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
         ("batch.size", "1000000"),
         ("max.request.size", "1048576"),
         ("enable.idempotence", idempotent),
+        // A connection per partition of the topic (this project's setting, not Java's or
+        // librdkafka's): the broker serves each connection's requests one at a time.
+        ("connections.per.broker", "3"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

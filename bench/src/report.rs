@@ -162,7 +162,10 @@ pub fn markdown(
         s,
         "- **ours-tokio, ours-asyncstd** (`kafka-tokio`, `kafka-asyncstd`): {}; idempotence on \
          only with acks=all. Each `send` is awaited (it returns at once while memory lasts) and \
-         up to 100,000 deliveries are outstanding.",
+         up to 100,000 deliveries are outstanding. `connections.per.broker` is this project's \
+         own setting (librdkafka and the Java client always produce over one connection per \
+         broker): each of the topic's 3 partitions gets its own connection, as rskafka's \
+         partition clients get theirs (4 connections to the broker, counted with `ss`).",
         cfg(ours_producer_config(&job))
     );
     let _ = writeln!(

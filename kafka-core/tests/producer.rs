@@ -61,6 +61,8 @@ struct Cluster {
     metadata_requests: usize,
     init_producer_ids: i64,
     produce_requests: Vec<(i32, i16)>,
+    /// The connections each partition's Produce requests came on.
+    produce_conns: BTreeMap<i32, std::collections::BTreeSet<ConnId>>,
 }
 
 fn node_addr(node: i32) -> HostPort {
@@ -206,7 +208,7 @@ impl Cluster {
     }
 }
 
-fn broker(cluster: Arc<Mutex<Cluster>>, node: i32) -> ScriptedBroker {
+fn broker(cluster: Arc<Mutex<Cluster>>, node: i32, conn: ConnId) -> ScriptedBroker {
     ScriptedBroker::new(move |hdr, body| {
         let mut c = cluster.lock().unwrap();
         match body {
@@ -224,6 +226,9 @@ fn broker(cluster: Arc<Mutex<Cluster>>, node: i32) -> ScriptedBroker {
             }
             RequestBody::Produce(req) => {
                 c.produce_requests.push((node, hdr.api_version));
+                for p in req.topic_data.iter().flat_map(|t| &t.partition_data) {
+                    c.produce_conns.entry(p.index).or_default().insert(conn);
+                }
                 c.produce(node, req)
             }
             other => panic!("unexpected request {other:?}"),
@@ -279,7 +284,7 @@ impl Harness {
                                 let node =
                                     addr.host.trim_start_matches("broker").parse().unwrap_or(1);
                                 self.brokers
-                                    .insert(conn, broker(self.cluster.clone(), node));
+                                    .insert(conn, broker(self.cluster.clone(), node, conn));
                                 self.p.handle_connected(conn, self.now);
                             } else {
                                 self.p.handle_connect_failed(conn, self.now);
@@ -1303,4 +1308,60 @@ fn a_send_short_of_memory_waits_for_a_whole_batch() {
         "records per batch: {sizes:?}"
     );
     assert!(last <= 16, "{sizes:?}");
+}
+
+#[test]
+fn connections_per_broker_keeps_each_partition_on_one_connection() {
+    for (lanes, expect) in [(1, 1), (3, 3)] {
+        let lanes_s = lanes.to_string();
+        let mut h = Harness::new(&[("connections.per.broker", lanes_s.as_str())], 6);
+        warm(&mut h);
+        let tokens: Vec<_> = (0..600)
+            .map(|i| {
+                let r = ProducerRecord::new("t", format!("{i}"), 1).with_partition(i % 6);
+                let t = h.p.send(r, h.now).unwrap();
+                if i % 50 == 0 {
+                    h.ms(2);
+                }
+                t
+            })
+            .collect();
+        h.ms(1000);
+        for t in tokens {
+            assert!(matches!(h.outcome(t), Some(Outcome::Delivered { .. })));
+        }
+        for p in 0..6 {
+            let want: Vec<String> = (0..600)
+                .filter(|i| i % 6 == p)
+                .map(|i| i.to_string())
+                .collect();
+            let log = h.log(p);
+            // One partition also holds the warm-up record, first.
+            assert_eq!(
+                log[log.len() - want.len()..],
+                want[..],
+                "partition {p} in order"
+            );
+        }
+        let c = h.cluster.lock().unwrap();
+        let all: std::collections::BTreeSet<ConnId> =
+            c.produce_conns.values().flatten().copied().collect();
+        assert_eq!(
+            all.len(),
+            expect,
+            "connections producing: {:?}",
+            c.produce_conns
+        );
+        for p in 0..6 {
+            assert_eq!(
+                c.produce_conns[&p].len(),
+                1,
+                "partition {p} kept to one connection"
+            );
+            // Partitions p and p + lanes share one.
+            if p + lanes < 6 {
+                assert_eq!(c.produce_conns[&p], c.produce_conns[&(p + lanes)]);
+            }
+        }
+    }
 }

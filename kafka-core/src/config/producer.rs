@@ -128,6 +128,12 @@ config_table! {
         partitioner_adaptive: bool = "partitioner.adaptive.partitioning.enable", "true", parse::boolean;
         /// `partitioner.availability.timeout.ms`: skip partitions whose leader has been slow this long (0 = off).
         partitioner_availability_timeout: Duration = "partitioner.availability.timeout.ms", "0", parse::millis(0);
+        /// `connections.per.broker` (not a Java key): connections that carry Produce requests
+        /// to each broker, 1 as in the Java client. A broker serves each connection's
+        /// requests one at a time (Kafka mutes a connection while its request is handled), so
+        /// with more, the partitions a broker leads are written side by side. Partition `p`
+        /// always takes connection `p % n`, so its requests (and sequences) stay in order.
+        connections_per_broker: usize = "connections.per.broker", "1", parse::int(1, 16);
         /// `random.seed` (not a Java key): seeds every random choice (jitter, bootstrap order,
         /// partition choice), so the same inputs always give the same behaviour.
         random_seed: u64 = "random.seed", "0", parse::int(0, i64::MAX);
@@ -273,6 +279,10 @@ impl ProducerConfigBuilder {
     /// `max.in.flight.requests.per.connection`.
     pub fn max_in_flight(self, n: usize) -> Self {
         self.set("max.in.flight.requests.per.connection", n.to_string())
+    }
+    /// `connections.per.broker` (not a Java key).
+    pub fn connections_per_broker(self, n: usize) -> Self {
+        self.set("connections.per.broker", n.to_string())
     }
     /// `random.seed`.
     pub fn random_seed(self, seed: u64) -> Self {

@@ -47,6 +47,10 @@ pub enum Purpose {
     Data,
     /// Group coordination.
     Coordinator,
+    /// An extra producing connection (lane 1 and up; lane 0 is the data connection), so a
+    /// broker that serves each connection's requests one at a time serves partitions pinned
+    /// to different lanes side by side.
+    Produce(u8),
 }
 
 /// What the adapter must do on the network.

@@ -63,6 +63,13 @@ struct Pending {
     size: usize,
 }
 
+/// The connection to its leader that a partition's batches take, of `connections.per.broker`:
+/// always the same one, so its requests reach the broker in order (and, with idempotence, its
+/// sequences too).
+fn lane(partition: i32, lanes: usize) -> usize {
+    partition.unsigned_abs() as usize % lanes.max(1)
+}
+
 /// Errors that mean the partition's leader moved: refresh metadata before retrying.
 fn is_leadership_error(e: ErrorCode) -> bool {
     matches!(
@@ -105,9 +112,9 @@ pub struct Producer {
     closed: bool,
     /// Since when a due metadata refresh has found no broker to send to.
     no_broker_since: Option<Instant>,
-    /// Since when each leader has had ready batches it could not take
+    /// Since when each leader's connection (by lane) has had ready batches it could not take
     /// (for `partitioner.availability.timeout.ms`).
-    stalled_since: BTreeMap<NodeId, Instant>,
+    stalled_since: BTreeMap<(NodeId, usize), Instant>,
     /// When the next open batch's linger.ms ends, as of the last step. A send after it runs
     /// the step: sends advance `now` without stepping, and `poll_timeout` only looks ahead.
     linger_at: Option<Instant>,
@@ -305,16 +312,17 @@ impl Producer {
                 let (acc, parts) = (&self.acc, &topic.partitions);
                 // A leader that could not take ready batches for
                 // partitioner.availability.timeout.ms makes its partitions unavailable.
-                let (stalled, timeout, now) = (
+                let (stalled, timeout, now, lanes) = (
                     &self.stalled_since,
                     self.cfg.partitioner_availability_timeout,
                     self.now,
+                    self.cfg.connections_per_broker,
                 );
                 let available = |p: u32| {
                     parts[p as usize].leader.is_some_and(|leader| {
                         timeout.is_zero()
                             || stalled
-                                .get(&leader)
+                                .get(&(leader, lane(p as i32, lanes)))
                                 .is_none_or(|since| now < *since + timeout)
                     })
                 };
@@ -483,7 +491,9 @@ impl Producer {
             metadata.leader(&tp.0, tp.1).is_none() || retry_behind_in_flight || bump_pending
         });
         self.linger_at = linger;
-        let mut by_node: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+        // By leader, and by connection to it when there are several.
+        let mut by_conn: BTreeMap<(NodeId, usize), Vec<TopicPartition>> = BTreeMap::new();
+        let lanes = self.cfg.connections_per_broker;
         // A partition without a leader (not elected yet, or it moved) waits for metadata,
         // which must then be asked for: nothing else would wake its batches.
         let mut unknown_leader = self
@@ -492,19 +502,27 @@ impl Producer {
             .any(|(topic, partition)| self.metadata.leader(topic, partition).is_none());
         for tp in ready {
             match self.metadata.leader(&tp.0, tp.1) {
-                Some(node) => by_node.entry(node).or_default().push(tp),
+                Some(node) => by_conn
+                    .entry((node, lane(tp.1, lanes)))
+                    .or_default()
+                    .push(tp),
                 None => unknown_leader = true,
             }
         }
         if unknown_leader {
             self.metadata.request_update();
         }
-        for (node, partitions) in by_node {
-            let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
-                self.stalled_since.entry(node).or_insert(now);
+        for ((node, lane), partitions) in by_conn {
+            // Lane 0 is the connection metadata and the rest use too.
+            let purpose = match lane {
+                0 => Purpose::Data,
+                n => Purpose::Produce(n as u8),
+            };
+            let Some(conn) = self.net.ready(node, purpose, now) else {
+                self.stalled_since.entry((node, lane)).or_insert(now);
                 continue;
             };
-            self.stalled_since.remove(&node);
+            self.stalled_since.remove(&(node, lane));
             let batches = self.acc.drain(&partitions, self.cfg.max_request_size);
             if !batches.is_empty() {
                 self.send_batches(conn, batches, now);

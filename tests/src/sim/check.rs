@@ -114,17 +114,25 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     let seed = opts.seed;
     let ledger = Rc::new(RefCell::new(Ledger::default()));
     let stop = at(STOP_SENDING);
+    // Every fourth seed, the producers that wait for responses write over two connections to
+    // each broker, partition 1 on one and partitions 0 and 2 on the other.
+    let lanes: &[(&str, &str)] = if seed % 4 == 1 {
+        &[("connections.per.broker", "2")]
+    } else {
+        &[]
+    };
     // Client 0: idempotent, acks=all (the defaults). Client 1: acks=1, no idempotence.
     w.add(Client::Producer(Box::new(ProducerApp::new(
         0,
-        &[],
+        lanes,
         seed,
         stop,
         ledger.clone(),
     ))));
+    let acks_1 = [("acks", "1"), ("enable.idempotence", "false")];
     w.add(Client::Producer(Box::new(ProducerApp::new(
         1,
-        &[("acks", "1"), ("enable.idempotence", "false")],
+        &[&acks_1[..], lanes].concat(),
         seed ^ 1,
         stop,
         ledger.clone(),
