@@ -365,6 +365,12 @@ impl Harness {
         first
     }
 
+    /// The base sequence of every batch written, in the order written.
+    fn base_sequences(&self) -> Vec<i32> {
+        let c = self.cluster.lock().unwrap();
+        c.written.iter().map(|w| w.1).collect()
+    }
+
     fn produce_count(&self) -> usize {
         self.cluster.lock().unwrap().produce_requests.len()
     }
@@ -938,14 +944,7 @@ fn message_too_large_splits_the_batch_until_it_fits() {
         .chain((0..10).map(|i| format!("s{i}")))
         .collect();
     assert_eq!(h.log(0), want, "every record once, in order");
-    let seqs: Vec<i32> = h
-        .cluster
-        .lock()
-        .unwrap()
-        .written
-        .iter()
-        .map(|w| w.1)
-        .collect();
+    let seqs: Vec<i32> = h.base_sequences();
     assert_eq!(
         seqs,
         [0, 1, 3, 6, 8],
@@ -1238,20 +1237,26 @@ fn send_through_a_full_buffer(h: &mut Harness, records: Vec<ProducerRecord>) -> 
     tokens
 }
 
+/// Sends `n` records of 1,000 bytes to "t" through a full buffer, waits a second,
+/// and checks that every one was delivered.
+fn deliver_kilobyte_records(h: &mut Harness, n: usize) {
+    let records = (0..n)
+        .map(|i| ProducerRecord::new("t", format!("{i:0>1000}"), 1))
+        .collect();
+    let tokens = send_through_a_full_buffer(h, records);
+    h.ms(1000);
+    assert_eq!(tokens.len(), n);
+    for t in tokens {
+        assert!(matches!(h.outcome(t), Some(Outcome::Delivered { .. })));
+    }
+}
+
 #[test]
 fn records_waiting_for_metadata_and_a_full_buffer_all_get_through() {
     // Sent before metadata is known, more than buffer.memory holds: some wait as pending
     // records, the rest are refused until memory frees. Nothing may stall.
     let mut h = Harness::new(&[("buffer.memory", "65536"), ("batch.size", "16384")], 1);
-    let records = (0..300)
-        .map(|i| ProducerRecord::new("t", format!("{i:0>1000}"), 1))
-        .collect();
-    let tokens = send_through_a_full_buffer(&mut h, records);
-    h.ms(1000);
-    assert_eq!(tokens.len(), 300);
-    for t in tokens {
-        assert!(matches!(h.outcome(t), Some(Outcome::Delivered { .. })));
-    }
+    deliver_kilobyte_records(&mut h, 300);
 }
 
 #[test]
@@ -1260,14 +1265,7 @@ fn records_that_waited_for_metadata_fill_whole_batches() {
     // one. Placed, they must share batches: given one batch each, every later send would reuse
     // those one-record blocks as freed, and the producer would stay in one-record requests.
     let mut h = Harness::new(&[("buffer.memory", "65536"), ("batch.size", "16384")], 1);
-    let records = (0..600)
-        .map(|i| ProducerRecord::new("t", format!("{i:0>1000}"), 1))
-        .collect();
-    let tokens = send_through_a_full_buffer(&mut h, records);
-    h.ms(1000);
-    for t in &tokens {
-        assert!(matches!(h.outcome(*t), Some(Outcome::Delivered { .. })));
-    }
+    deliver_kilobyte_records(&mut h, 600);
     assert_eq!(h.log(0).len(), 600);
     // 600 records of about 1 KB fill 38 batches of 16 KiB (93 when records that waited were
     // placed one at a time).
@@ -1282,24 +1280,10 @@ fn a_send_short_of_memory_waits_for_a_whole_batch() {
     // taken again, at its size, for as long as the producer stays short of memory.
     let mut h = Harness::new(&[("buffer.memory", "40000"), ("batch.size", "16384")], 1);
     warm(&mut h);
-    let records = (0..300)
-        .map(|i| ProducerRecord::new("t", format!("{i:0>1000}"), 1))
-        .collect();
-    let tokens = send_through_a_full_buffer(&mut h, records);
-    h.ms(1000);
-    for t in &tokens {
-        assert!(matches!(h.outcome(*t), Some(Outcome::Delivered { .. })));
-    }
+    deliver_kilobyte_records(&mut h, 300);
     assert_eq!(h.log(0).len(), 301);
     // Records per batch, from the base sequences (the first batch is the warm-up record).
-    let mut bases: Vec<i32> = h
-        .cluster
-        .lock()
-        .unwrap()
-        .written
-        .iter()
-        .map(|w| w.1)
-        .collect();
+    let mut bases: Vec<i32> = h.base_sequences();
     bases.push(301);
     let sizes: Vec<i32> = bases.windows(2).map(|w| w[1] - w[0]).collect();
     let (body, last) = (&sizes[1..sizes.len() - 1], sizes[sizes.len() - 1]);
