@@ -362,11 +362,14 @@ mod tests {
                 "{key} missing"
             );
         }
-        assert_eq!(
-            ProducerConfig::KEYS.len(),
-            java_keys.len() + 1,
-            "plus random.seed"
-        );
+        // Plus the project's own: random.seed and connections.per.broker (default 1, as Java).
+        let own = ["random.seed", "connections.per.broker"];
+        for key in own {
+            assert!(ProducerConfig::KEYS.iter().any(|(k, _)| *k == key), "{key}");
+        }
+        assert_eq!(ProducerConfig::KEYS.len(), java_keys.len() + own.len());
+        let c = map(&[]).unwrap();
+        assert_eq!(c.connections_per_broker, 1);
     }
 
     #[test]
