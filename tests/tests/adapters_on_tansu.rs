@@ -275,21 +275,27 @@ macro_rules! suite {
                 })
             }
 
+            /// A producer whose broker never answers, with ten records pending.
+            pub(crate) async fn ten_records_pending() -> (Producer, Vec<$krate::Delivery>) {
+                let producer =
+                    Producer::from_map([("bootstrap.servers", unreachable_addr().as_str())])
+                        .unwrap();
+                let mut handles = Vec::new();
+                for i in 0..10 {
+                    handles.push(
+                        producer
+                            .send(Record::new("t", format!("{i}")))
+                            .await
+                            .unwrap(),
+                    );
+                }
+                (producer, handles)
+            }
+
             #[test]
             fn dropping_the_producer_fails_pending_records_without_blocking() {
                 $block_on(async {
-                    let producer =
-                        Producer::from_map([("bootstrap.servers", unreachable_addr().as_str())])
-                            .unwrap();
-                    let mut handles = Vec::new();
-                    for i in 0..10 {
-                        handles.push(
-                            producer
-                                .send(Record::new("t", format!("{i}")))
-                                .await
-                                .unwrap(),
-                        );
-                    }
+                    let (producer, handles) = ten_records_pending().await;
                     let start = Instant::now();
                     drop(producer);
                     assert!(
@@ -813,26 +819,13 @@ suite!(on_async_std, kafka_asyncstd, async_std::task::block_on);
 /// records still pending fail as closed rather than wait forever, and later sends fail too.
 #[test]
 fn a_runtime_shut_down_under_the_producer_fails_its_pending_records() {
-    use kafka_tokio::{DeliveryError, Producer, Record, SendError};
+    use kafka_tokio::{DeliveryError, Record, SendError};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let (producer, handles) = rt.block_on(async {
-        let producer =
-            Producer::from_map([("bootstrap.servers", unreachable_addr().as_str())]).unwrap();
-        let mut handles = Vec::new();
-        for i in 0..10 {
-            handles.push(
-                producer
-                    .send(Record::new("t", format!("{i}")))
-                    .await
-                    .unwrap(),
-            );
-        }
-        (producer, handles)
-    });
+    let (producer, handles) = rt.block_on(on_tokio::ten_records_pending());
     drop(rt);
     // Polled on no runtime at all: only the driver's going away can resolve them.
     for h in handles {

@@ -293,7 +293,7 @@ impl Accumulator {
         let mut block = self.batch_size.max(need).min(self.pool.total);
         let had_waiters = self.pool.waiters;
         if !self.pool.try_reserve(block) {
-            let free = self.pool.total.saturating_sub(self.pool.used);
+            let free = self.pool.free();
             if fit == Block::Whole || free < need {
                 return Err(NoMemory);
             }

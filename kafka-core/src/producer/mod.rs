@@ -24,14 +24,6 @@ use kafka_proto::ErrorCode;
 
 pub use accumulator::TopicPartition;
 use accumulator::{record_size, Accumulator, Batch, Block, NoMemory};
-
-/// Why [`Producer::append`] handed a record back.
-enum NotAppended {
-    /// Its topic's metadata is not known yet.
-    NoMetadata,
-    /// `buffer.memory` is used up.
-    NoMemory,
-}
 use idempotence::{seq_add, PartitionSequence};
 pub use types::*;
 
@@ -61,6 +53,14 @@ struct Pending {
     record: ProducerRecord,
     deadline: Instant,
     size: usize,
+}
+
+/// Why [`Producer::append`] handed a record back.
+enum NotAppended {
+    /// Its topic's metadata is not known yet.
+    NoMetadata,
+    /// `buffer.memory` is used up.
+    NoMemory,
 }
 
 /// The connection to its leader that a partition's batches take, of `connections.per.broker`:
@@ -274,8 +274,9 @@ impl Producer {
         Ok(token)
     }
 
-    /// Partitions and appends a record; its topic's metadata must be known. Returns whether the
-    /// sender should wake (a new batch opened, or the record resolved at once).
+    /// Partitions and appends a record, or hands it back while its topic's metadata is unknown
+    /// or memory is short. Returns whether the sender should wake (a new batch opened, or the
+    /// record resolved at once).
     #[allow(clippy::result_large_err)] // the record comes back by value, as above
     fn append(
         &mut self,
