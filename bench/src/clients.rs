@@ -204,7 +204,12 @@ fn bytes_of(size: usize) -> Vec<u8> {
 
 async fn ours_tokio_consume(j: &Job) -> Done {
     use kafka_tokio::{Consumer, StartFrom};
-    let mut c = Consumer::from_map([("bootstrap.servers", j.brokers.as_str())]).expect("config");
+    let mut c = Consumer::from_map([
+        ("bootstrap.servers", j.brokers.as_str()),
+        // A connection per partition, as for our producers (this project's setting).
+        ("connections.per.broker", "3"),
+    ])
+    .expect("config");
     c.assign(
         (0..PARTITIONS).map(|p| (j.topic.as_str(), p)),
         StartFrom::Earliest,

@@ -186,7 +186,9 @@ pub fn markdown(
         s,
         "- **Consumers**: ours (`Consumer::assign`, `recv_batch`) and rdkafka's StreamConsumer \
          (assigned, from the beginning), both reading the topic rdkafka-base wrote, with \
-         default fetch settings."
+         default fetch settings; ours with `connections.per.broker=3`, so each partition is \
+         fetched on a connection of its own (librdkafka fetches over one connection per \
+         broker)."
     );
     s
 }

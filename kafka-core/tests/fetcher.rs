@@ -640,10 +640,23 @@ fn a_latest_offset_inside_a_batch_starts_after_that_batch() {
 /// fetching go on until everything arrived.
 #[test]
 fn the_prefetch_budget_holds_across_a_thousand_partitions() {
+    // Over one connection, and split over three (each with its share of the budget).
+    for conns in ["1", "3"] {
+        prefetch_budget_holds(conns);
+    }
+}
+
+fn prefetch_budget_holds(conns: &str) {
     const PARTS: i32 = 1000;
     let cluster = SingleBroker::new("broker", 9092, PARTS as usize);
     produce_to(&cluster, 20_000, "none", 0, PARTS);
-    let mut h = Harness::new(&[("queued.max.messages.kbytes", "64")], single(&cluster));
+    let mut h = Harness::new(
+        &[
+            ("queued.max.messages.kbytes", "64"),
+            ("connections.per.broker", conns),
+        ],
+        single(&cluster),
+    );
     h.f.assign(
         (0..PARTS).map(|p| ("t".to_string(), p)),
         StartFrom::Earliest,
@@ -667,7 +680,7 @@ fn the_prefetch_budget_holds_across_a_thousand_partitions() {
     assert!(held > 0, "something was fetched");
     assert!(
         held <= 64 * 1024 + largest_batch,
-        "held {held} B with a 64 KiB budget"
+        "held {held} B with a 64 KiB budget over {conns} connections"
     );
     assert!(
         h.f.buffered() <= 64 * 1024 + largest_batch,
@@ -694,7 +707,10 @@ fn the_prefetch_budget_holds_across_a_thousand_partitions() {
             return;
         }
     }
-    panic!("only {} of 20000 records arrived", h.values().len());
+    panic!(
+        "only {} of 20000 records arrived over {conns} connections",
+        h.values().len()
+    );
 }
 
 /// A transactional batch of `values` by producer `pid`, or its commit/abort marker.
@@ -1127,4 +1143,88 @@ fn fetch_sessions_name_only_what_changed() {
         .collect();
     want.sort();
     assert_eq!(got, want, "every record once");
+}
+
+/// `connections.per.broker=3`: partition `p` is always fetched on connection `p % 3`, each
+/// connection with a fetch session and a long poll of its own, and everything arrives once, in
+/// order within each partition.
+#[test]
+fn connections_per_broker_splits_partitions_across_fetch_connections() {
+    const PARTS: i32 = 6;
+    let cluster = SingleBroker::new("broker", 9092, PARTS as usize);
+    produce_to(&cluster, 600, "none", 0, PARTS);
+    let mut h = Harness::new(
+        &[
+            ("fetch.max.wait.ms", "500"),
+            ("max.partition.fetch.bytes", "500"),
+            ("connections.per.broker", "3"),
+        ],
+        single(&cluster),
+    );
+    h.f.assign(
+        (0..PARTS).map(|p| ("t".to_string(), p)),
+        StartFrom::Earliest,
+        h.now,
+    );
+    h.advance_to(Instant::from_millis(2000));
+    // The partitions each connection fetched, and how many fetches it sent.
+    let fetched = |h: &Harness| -> BTreeMap<ConnId, (Vec<i32>, usize)> {
+        let mut out = BTreeMap::new();
+        for (conn, b) in &h.brokers {
+            for (_, r) in b.requests() {
+                if let RequestBody::Fetch(f) = r {
+                    let e: &mut (Vec<i32>, usize) = out.entry(*conn).or_default();
+                    e.1 += 1;
+                    for p in f.topics.iter().flat_map(|t| &t.partitions) {
+                        if !e.0.contains(&p.partition) {
+                            e.0.push(p.partition);
+                        }
+                    }
+                }
+            }
+        }
+        for (parts, _) in out.values_mut() {
+            parts.sort();
+        }
+        out
+    };
+    let lanes: Vec<Vec<i32>> = fetched(&h).into_values().map(|v| v.0).collect();
+    assert_eq!(
+        lanes,
+        [vec![0, 3], vec![1, 4], vec![2, 5]],
+        "each partition on one connection, p % 3"
+    );
+    assert_eq!(cluster.fetch_sessions().0, 3, "a session per connection");
+    // Partition i % 6 got record i: each partition's records arrive in order, once.
+    let mut per_partition: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for e in &h.events {
+        if let FetchEvent::Records {
+            partition, records, ..
+        } = e
+        {
+            for r in records.clone() {
+                per_partition
+                    .entry(*partition)
+                    .or_default()
+                    .push(r.unwrap().offset);
+            }
+        }
+    }
+    for p in 0..PARTS {
+        assert_eq!(
+            per_partition[&p],
+            (0..100).collect::<Vec<i64>>(),
+            "partition {p}"
+        );
+    }
+    // Caught up, each connection long-polls on its own: over 2 quiet seconds with
+    // fetch.max.wait.ms=500, each sends about four fetches (one connection would send four in
+    // all).
+    let before = fetched(&h);
+    h.advance_to(Instant::from_millis(4000));
+    let after = fetched(&h);
+    for (conn, (_, n)) in &after {
+        let polls = n - before[conn].1;
+        assert!((3..=5).contains(&polls), "{conn:?}: {polls} long polls");
+    }
 }

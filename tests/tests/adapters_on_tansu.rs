@@ -52,7 +52,16 @@ macro_rules! suite {
             }
 
             fn consumer(broker: &Broker) -> Consumer {
-                Consumer::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap()
+                consumer_over(broker, "1")
+            }
+
+            /// A consumer fetching over `conns` connections to the broker.
+            fn consumer_over(broker: &Broker, conns: &str) -> Consumer {
+                Consumer::from_map([
+                    ("bootstrap.servers", broker.addr.as_str()),
+                    ("connections.per.broker", conns),
+                ])
+                .unwrap()
             }
 
             /// Reads `topic`'s `partitions` from the start until `count` records arrived.
@@ -62,7 +71,18 @@ macro_rules! suite {
                 partitions: i32,
                 count: usize,
             ) -> Vec<$krate::ConsumerRecord> {
-                let mut c = consumer(broker);
+                read_over(broker, topic, partitions, count, "1").await
+            }
+
+            /// Reads as [`read`] does, fetching over `conns` connections.
+            async fn read_over(
+                broker: &Broker,
+                topic: &str,
+                partitions: i32,
+                count: usize,
+                conns: &str,
+            ) -> Vec<$krate::ConsumerRecord> {
+                let mut c = consumer_over(broker, conns);
                 c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Earliest);
                 let mut out = Vec::new();
                 within(
@@ -89,8 +109,9 @@ macro_rules! suite {
                             let topic = format!("rt-{acks}-{codec}");
                             admin.create_topic(NewTopic::new(&topic, 3)).await.unwrap();
                             let idempotent = if acks == "all" { "true" } else { "false" };
-                            // Two codecs of each acks level write over a connection per
-                            // partition: order and exactly-once must hold across them too.
+                            // Two codecs of each acks level write, and are read back, over a
+                            // connection per partition: order and exactly-once must hold
+                            // across them too.
                             let lanes = if matches!(codec, "snappy" | "zstd") {
                                 "3"
                             } else {
@@ -124,7 +145,7 @@ macro_rules! suite {
                             }
                             // Read back while the producer is still open: with acks=0 the
                             // deliveries only say the requests were handed to the socket.
-                            let got = read(&broker, &topic, 3, N).await;
+                            let got = read_over(&broker, &topic, 3, N, lanes).await;
                             producer.close(Duration::from_secs(5)).await;
                             assert_eq!(got.len(), N, "acks={acks} {codec}");
                             let mut last_seq: BTreeMap<i32, i64> = BTreeMap::new();

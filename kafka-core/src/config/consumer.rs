@@ -165,6 +165,12 @@ config_table! {
         auto_commit_interval: Duration = "auto.commit.interval.ms", "5000", parse::millis(0);
         /// `check.crcs`: verify each batch's crc32c.
         check_crcs: bool = "check.crcs", "true", parse::boolean;
+        /// `connections.per.broker` (not a Java key): connections that carry Fetch requests
+        /// to each broker, 1 as in the Java client. A broker answers each connection's
+        /// fetches one at a time, so with more, the partitions a broker leads are read side
+        /// by side. Partition `p` always takes connection `p % n`, with a fetch session
+        /// (KIP-227) and a share of the prefetch budget of its own.
+        connections_per_broker: usize = "connections.per.broker", "1", parse::int(1, 16);
         /// `random.seed` (not a Java key): seeds every random choice.
         random_seed: u64 = "random.seed", "0", parse::int(0, i64::MAX);
     }

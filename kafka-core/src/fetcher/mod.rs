@@ -2,8 +2,10 @@
 //! ListOffsets), fetching from each partition's leader, and hands records to the user as
 //! zero-copy slices of the response.
 //!
-//! - One Fetch at a time per broker, with `fetch.min.bytes`, `fetch.max.wait.ms`,
-//!   `fetch.max.bytes` and `max.partition.fetch.bytes`.
+//! - One Fetch at a time per broker connection, with `fetch.min.bytes`, `fetch.max.wait.ms`,
+//!   `fetch.max.bytes` and `max.partition.fetch.bytes`. With `connections.per.broker` above
+//!   1, a broker's partitions are split over that many connections (partition `p` on lane
+//!   `p % n`), each with its own fetch in flight and fetch session.
 //! - Batches are crc-checked, control batches skipped, and a truncated last batch ends the
 //!   partition's data. Records are decoded only as the application reads them
 //!   ([`FetchedRecords`]), one batch at a time, skipping those before the position (a fetch
@@ -13,14 +15,15 @@
 //! - OFFSET_OUT_OF_RANGE applies `auto.offset.reset`; leadership errors refresh metadata.
 //!
 //! - One prefetch budget (`queued.max.messages.kbytes`) across all partitions and brokers:
-//!   each Fetch asks for at most the room left (and at most its broker's share of the
+//!   each Fetch asks for at most the room left (and at most its connection's share of the
 //!   budget, so that no broker starves), and none goes out while it is spent. The
 //!   driver gives bytes back with [`Fetcher::release`] as the application takes records.
 //!
 //! - `isolation.level=read_committed` skips the batches of aborted transactions (from the
 //!   response's aborted-transaction list up to each ABORT marker) and every control batch.
 //!
-//! - KIP-227 fetch sessions where the broker supports them (Fetch v7+): after a full fetch,
+//! - KIP-227 fetch sessions, one per connection, where the broker supports them (Fetch v7+):
+//!   after a full fetch,
 //!   each Fetch names only the partitions whose position moved, and those to forget.
 //!
 //! - KIP-320: every position remembers the leader epoch of the record before it. When a
@@ -47,7 +50,7 @@ use crate::backoff::Backoff;
 use crate::config::ConsumerConfig;
 use crate::group::offsets::{CommitError, CommitId};
 use crate::metadata::Metadata;
-use crate::net::{NetConfig, NetEvent, Network, NodeId, Purpose};
+use crate::net::{lane, NetConfig, NetEvent, Network, NodeId, Purpose};
 use crate::producer::TopicPartition;
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -159,6 +162,9 @@ pub enum FetchEvent {
     },
 }
 
+/// A broker and one of its `connections.per.broker` (lane 0 is the data connection).
+type Lane = (NodeId, usize);
+
 /// What the fetcher asks of its driver.
 pub type Output = crate::net::Output<FetchEvent>;
 
@@ -168,7 +174,7 @@ enum Tag {
     ListOffsets(Vec<TopicPartition>),
     /// A Fetch of these partitions, from these offsets; `true` if incremental (KIP-227), when
     /// the partitions absent from the response simply have nothing new.
-    Fetch(NodeId, Vec<(TopicPartition, i64)>, bool),
+    Fetch(Lane, Vec<(TopicPartition, i64)>, bool),
     /// A membership request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
     Group,
     /// OffsetFetch (false) or OffsetCommit (true).
@@ -209,23 +215,24 @@ pub struct Fetcher {
     net: Network<Tag>,
     metadata: Metadata,
     parts: BTreeMap<TopicPartition, Part>,
-    fetching: BTreeSet<NodeId>,
+    /// The connections with a Fetch in flight.
+    fetching: BTreeSet<Lane>,
     events: VecDeque<FetchEvent>,
     backoff: Backoff,
     rng: Rng,
     now: Instant,
     /// Bytes of records handed out and not yet released by the driver.
     buffered: usize,
-    /// Bytes that fetches in flight may still bring, per broker.
+    /// Bytes that fetches in flight may still bring, in all and per connection.
     reserved: usize,
-    reservations: BTreeMap<NodeId, usize>,
+    reservations: BTreeMap<Lane, usize>,
     fetch_seq: usize,
-    /// The broker the next round of fetches starts with (each gets its turn).
+    /// The connection the next round of fetches starts with (each gets its turn).
     node_turn: usize,
     /// The largest batch fetched so far (none yet: `max.partition.fetch.bytes` is assumed).
     largest_batch: Option<usize>,
-    /// KIP-227 fetch sessions, per broker.
-    sessions: BTreeMap<NodeId, session::FetchSession>,
+    /// KIP-227 fetch sessions, per connection.
+    sessions: BTreeMap<Lane, session::FetchSession>,
     group: Option<group::Group>,
 }
 
@@ -367,8 +374,8 @@ impl Fetcher {
         self.cfg.queued_max_kbytes as usize * 1024
     }
 
-    fn unreserve(&mut self, node: NodeId) {
-        if let Some(n) = self.reservations.remove(&node) {
+    fn unreserve(&mut self, lane: Lane) {
+        if let Some(n) = self.reservations.remove(&lane) {
             self.reserved = self.reserved.saturating_sub(n);
         }
     }
@@ -483,12 +490,21 @@ impl Fetcher {
     }
 
     fn fetch(&mut self, now: Instant) {
-        let wanted = self.by_leader(|p| p.position.is_some() && !p.validate);
-        // Each broker with partitions to read may reserve at most its share of the budget: a
-        // long poll to one broker must not hold all of it while another's data waits (found
-        // by the simulation, seed 27).
-        let brokers: BTreeSet<NodeId> = wanted.keys().chain(&self.fetching).copied().collect();
-        let share = (self.budget() / brokers.len().max(1)).max(1);
+        let lanes = self.cfg.connections_per_broker;
+        let mut wanted: BTreeMap<Lane, Vec<TopicPartition>> = BTreeMap::new();
+        for (node, tps) in self.by_leader(|p| p.position.is_some() && !p.validate) {
+            for tp in tps {
+                wanted
+                    .entry((node, lane(tp.1, lanes)))
+                    .or_default()
+                    .push(tp);
+            }
+        }
+        // Each connection with partitions to read may reserve at most its share of the
+        // budget: a long poll to one broker must not hold all of it while another's data
+        // waits (found by the simulation, seed 27).
+        let conns: BTreeSet<Lane> = wanted.keys().chain(&self.fetching).copied().collect();
+        let share = (self.budget() / conns.len().max(1)).max(1);
         let mut wanted: Vec<_> = wanted.into_iter().collect();
         if !wanted.is_empty() {
             let turn = self.node_turn % wanted.len();
@@ -498,7 +514,7 @@ impl Fetcher {
         let largest = self
             .largest_batch
             .unwrap_or(self.cfg.max_partition_fetch_bytes.max(1) as usize);
-        for (node, mut tps) in wanted {
+        for (key, mut tps) in wanted {
             // Each fetch starts at a different partition, so that a spent budget (or
             // fetch.max.bytes) does not always favour the same ones.
             if !tps.is_empty() {
@@ -506,7 +522,7 @@ impl Fetcher {
                 tps.rotate_left(start);
                 self.fetch_seq = self.fetch_seq.wrapping_add(1);
             }
-            if self.fetching.contains(&node) {
+            if self.fetching.contains(&key) {
                 continue;
             }
             // The prefetch budget, across all brokers: what the application has not taken yet,
@@ -515,7 +531,7 @@ impl Fetcher {
             if room == 0 {
                 break;
             }
-            let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
+            let Some(conn) = self.net.ready(key.0, Purpose::lane(key.1), now) else {
                 continue;
             };
             let max_bytes = room
@@ -541,7 +557,7 @@ impl Fetcher {
                 .is_some_and(|v| v >= 7);
             let plan = self
                 .sessions
-                .entry(node)
+                .entry(key)
                 .or_default()
                 .prepare(&want, supported);
             // A full fetch names the partitions in the rotated order.
@@ -603,15 +619,15 @@ impl Fetcher {
             // Fetch v13+ names topics only by id.
             let max_version = if all_ids { 18 } else { 12 };
             let offsets = tps.iter().map(|tp| (tp.clone(), want[tp].0)).collect();
-            let tag = Tag::Fetch(node, offsets, plan.incremental);
+            let tag = Tag::Fetch(key, offsets, plan.incremental);
             if self
                 .net
                 .send_at_most(conn, &req, tag, true, max_version, now)
                 .is_ok()
             {
-                self.fetching.insert(node);
+                self.fetching.insert(key);
                 self.reserved += max_bytes;
-                self.reservations.insert(node, max_bytes);
+                self.reservations.insert(key, max_bytes);
                 for tp in tps {
                     self.parts.get_mut(&tp).expect("assigned").busy = true;
                 }
@@ -640,14 +656,14 @@ impl Fetcher {
                 self.on_list_offsets(tps, resp, now);
             }
             NetEvent::Response {
-                tag: Tag::Fetch(node, tps, incremental),
+                tag: Tag::Fetch(key, tps, incremental),
                 body: ResponseBody::Fetch(resp),
                 version,
                 ..
             } => {
-                self.fetching.remove(&node);
-                self.unreserve(node);
-                if let Some(s) = self.sessions.get_mut(&node) {
+                self.fetching.remove(&key);
+                self.unreserve(key);
+                if let Some(s) = self.sessions.get_mut(&key) {
                     s.answered(resp.error_code, resp.session_id);
                 }
                 self.on_fetch(tps, resp, version, incremental, now);
@@ -669,10 +685,10 @@ impl Fetcher {
             NetEvent::Failed { tag, .. } => {
                 // The connection failed: find the leader again, then retry with backoff.
                 let tps = match tag {
-                    Tag::Fetch(node, tps, _) => {
-                        self.fetching.remove(&node);
-                        self.unreserve(node);
-                        if let Some(s) = self.sessions.get_mut(&node) {
+                    Tag::Fetch(key, tps, _) => {
+                        self.fetching.remove(&key);
+                        self.unreserve(key);
+                        if let Some(s) = self.sessions.get_mut(&key) {
                             s.reset();
                         }
                         tps.into_iter().map(|(tp, _)| tp).collect()

@@ -1,7 +1,7 @@
-//! KIP-227 fetch sessions, one per broker: the first Fetch is full and opens a session; later
-//! ones name only the partitions whose fetch state changed and those to forget, so a consumer
-//! of many quiet partitions sends and receives little. Any doubt (an error, a lost answer)
-//! makes the next Fetch full again, as in Java.
+//! KIP-227 fetch sessions, one per broker connection: the first Fetch is full and opens a
+//! session; later ones name only the partitions whose fetch state changed and those to
+//! forget, so a consumer of many quiet partitions sends and receives little. Any doubt (an
+//! error, a lost answer) makes the next Fetch full again, as in Java.
 
 use std::collections::BTreeMap;
 

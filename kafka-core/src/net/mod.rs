@@ -47,10 +47,29 @@ pub enum Purpose {
     Data,
     /// Group coordination.
     Coordinator,
-    /// An extra producing connection (lane 1 and up; lane 0 is the data connection), so a
-    /// broker that serves each connection's requests one at a time serves partitions pinned
-    /// to different lanes side by side.
-    Produce(u8),
+    /// An extra connection for producing or fetching (lane 1 and up of
+    /// `connections.per.broker`; lane 0 is the data connection), so a broker that serves each
+    /// connection's requests one at a time serves partitions pinned to different lanes side
+    /// by side.
+    Lane(u8),
+}
+
+/// The connection to its leader that a partition's requests take, of `connections.per.broker`:
+/// always the same one, so its produce requests reach the broker in order (and, with
+/// idempotence, its sequences too), and its fetch session stays on one connection.
+pub(crate) fn lane(partition: i32, lanes: usize) -> usize {
+    partition.unsigned_abs() as usize % lanes.max(1)
+}
+
+impl Purpose {
+    /// The connection of lane `n` of `connections.per.broker`: lane 0 is the data connection
+    /// (which metadata and the rest use too).
+    pub fn lane(n: usize) -> Purpose {
+        match n {
+            0 => Purpose::Data,
+            n => Purpose::Lane(n.min(u8::MAX as usize) as u8),
+        }
+    }
 }
 
 /// What the adapter must do on the network.

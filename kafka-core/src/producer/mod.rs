@@ -30,7 +30,7 @@ pub use types::*;
 use crate::backoff::Backoff;
 use crate::config::{Acks, MetadataRecoveryStrategy, ProducerConfig};
 use crate::metadata::Metadata;
-use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, RequestError};
+use crate::net::{lane, ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, RequestError};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -61,13 +61,6 @@ enum NotAppended {
     NoMetadata,
     /// `buffer.memory` is used up.
     NoMemory,
-}
-
-/// The connection to its leader that a partition's batches take, of `connections.per.broker`:
-/// always the same one, so its requests reach the broker in order (and, with idempotence, its
-/// sequences too).
-fn lane(partition: i32, lanes: usize) -> usize {
-    partition.unsigned_abs() as usize % lanes.max(1)
 }
 
 /// Errors that mean the partition's leader moved: refresh metadata before retrying.
@@ -514,11 +507,7 @@ impl Producer {
             self.metadata.request_update();
         }
         for ((node, lane), partitions) in by_conn {
-            // Lane 0 is the connection metadata and the rest use too.
-            let purpose = match lane {
-                0 => Purpose::Data,
-                n => Purpose::Produce(n as u8),
-            };
+            let purpose = Purpose::lane(lane);
             let Some(conn) = self.net.ready(node, purpose, now) else {
                 self.stalled_since.entry((node, lane)).or_insert(now);
                 continue;

@@ -233,12 +233,19 @@ pub struct ConsumerApp {
 pub const PREFETCH_KB: usize = 24;
 
 impl ConsumerApp {
-    /// A member of group "g" subscribed to "t".
-    pub fn new(id: usize, seed: u64, now: Instant, ledger: Rc<RefCell<Ledger>>) -> Self {
+    /// A member of group "g" subscribed to "t", with `extra` settings.
+    pub fn new(
+        id: usize,
+        seed: u64,
+        extra: &[(&str, &str)],
+        now: Instant,
+        ledger: Rc<RefCell<Ledger>>,
+    ) -> Self {
         let seed_s = seed.wrapping_add(id as u64).to_string();
         let kb = PREFETCH_KB.to_string();
-        let cfg = ConsumerConfig::from_map([
-            ("bootstrap.servers", bootstrap(3).as_str()),
+        let servers = bootstrap(3);
+        let mut settings = vec![
+            ("bootstrap.servers", servers.as_str()),
             ("group.id", "g"),
             ("session.timeout.ms", "2000"),
             ("heartbeat.interval.ms", "300"),
@@ -253,8 +260,9 @@ impl ConsumerApp {
             ("metadata.max.age.ms", "5000"),
             ("queued.max.messages.kbytes", kb.as_str()),
             ("random.seed", seed_s.as_str()),
-        ])
-        .expect("valid simulation settings");
+        ];
+        settings.extend_from_slice(extra);
+        let cfg = ConsumerConfig::from_map(settings).expect("valid simulation settings");
         let mut fetcher = Fetcher::new(cfg);
         fetcher.subscribe(vec!["t".into()], now);
         ConsumerApp {

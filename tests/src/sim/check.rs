@@ -114,13 +114,7 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     let seed = opts.seed;
     let ledger = Rc::new(RefCell::new(Ledger::default()));
     let stop = at(STOP_SENDING);
-    // Every fourth seed, the producers that wait for responses write over two connections to
-    // each broker, partition 1 on one and partitions 0 and 2 on the other.
-    let lanes: &[(&str, &str)] = if seed % 4 == 1 {
-        &[("connections.per.broker", "2")]
-    } else {
-        &[]
-    };
+    let lanes = lanes(seed);
     // Client 0: idempotent, acks=all (the defaults). Client 1: acks=1, no idempotence.
     w.add(Client::Producer(Box::new(ProducerApp::new(
         0,
@@ -148,7 +142,7 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     let mut members: Vec<usize> = Vec::new();
     for _ in 0..2 {
         let id = w.clients.len();
-        let app = ConsumerApp::new(id, seed, w.now, ledger.clone());
+        let app = ConsumerApp::new(id, seed, lanes, w.now, ledger.clone());
         members.push(w.add(Client::Consumer(Box::new(app))));
     }
     let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END));
@@ -298,8 +292,18 @@ fn apply(
 
 fn add_member(w: &mut World, members: &mut Vec<usize>, seed: u64, ledger: &Rc<RefCell<Ledger>>) {
     let id = w.clients.len();
-    let app = ConsumerApp::new(id, seed, w.now, ledger.clone());
+    let app = ConsumerApp::new(id, seed, lanes(seed), w.now, ledger.clone());
     members.push(w.add(Client::Consumer(Box::new(app))));
+}
+
+/// Every fourth seed, the producers that wait for responses write, and the consumers read,
+/// over two connections to each broker: partition 1 on one, partitions 0 and 2 on the other.
+fn lanes(seed: u64) -> &'static [(&'static str, &'static str)] {
+    if seed % 4 == 1 {
+        &[("connections.per.broker", "2")]
+    } else {
+        &[]
+    }
 }
 
 /// Committed offsets never move backwards, and each is just past a record some member was
