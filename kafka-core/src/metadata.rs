@@ -84,6 +84,9 @@ pub struct Metadata {
     failures: u32,
     retry_at: Option<Instant>,
     in_flight: bool,
+    /// Counts removals from `wanted`: a caller remembering that it marked a topic used knows
+    /// the mark still stands while this is unchanged.
+    unwanted: u64,
 }
 
 impl Metadata {
@@ -105,7 +108,15 @@ impl Metadata {
             failures: 0,
             retry_at: None,
             in_flight: false,
+            unwanted: 0,
         }
+    }
+
+    /// Changes whenever a topic stops being wanted (idle too long, or a fatal topic error):
+    /// only then may a topic marked by [`Metadata::use_topic`] need marking again sooner than
+    /// `max_idle`.
+    pub fn removals(&self) -> u64 {
+        self.unwanted
     }
 
     /// Notes that the client uses `topic` now. An unknown topic asks for a refresh.
@@ -171,6 +182,7 @@ impl Metadata {
     fn expire(&mut self, now: Instant) {
         let idle = self.max_idle;
         let topics = &mut self.topics;
+        let before = self.wanted.len();
         self.wanted.retain(|t, w| {
             let keep = w.last_used + idle > now;
             if !keep {
@@ -178,6 +190,7 @@ impl Metadata {
             }
             keep
         });
+        self.unwanted += (before - self.wanted.len()) as u64;
     }
 
     /// The refresh failed (no response); back off before the next.
@@ -269,7 +282,9 @@ impl Metadata {
         }
         // Fatal errors are reported once; those topics stop asking for refreshes.
         for (t, _) in &update.topic_errors {
-            self.wanted.remove(t);
+            if self.wanted.remove(t).is_some() {
+                self.unwanted += 1;
+            }
         }
         update
     }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::producer::Topic;
 use crate::rng::Rng;
 
 /// Kafka's murmur2 (`org.apache.kafka.common.utils.Utils.murmur2`), bit for bit.
@@ -58,7 +59,9 @@ pub struct StickyPartitioner {
     batch_size: usize,
     adaptive: bool,
     rng: Rng,
-    topics: BTreeMap<String, Sticky>,
+    /// Keyed by the `Topic` of the record that chose the partition: later records sharing
+    /// its allocation find it by pointer.
+    topics: BTreeMap<Topic, Sticky>,
 }
 
 impl StickyPartitioner {
@@ -79,7 +82,7 @@ impl StickyPartitioner {
     /// replaced at once.
     pub fn partition(
         &mut self,
-        topic: &str,
+        topic: &Topic,
         partitions: u32,
         available: impl Fn(u32) -> bool,
         queue_len: impl Fn(u32) -> usize,
@@ -93,7 +96,7 @@ impl StickyPartitioner {
         let available: Vec<u32> = (0..partitions).filter(|p| available(*p)).collect();
         let p = self.pick(partitions, &available, &queue_len);
         self.topics.insert(
-            topic.to_owned(),
+            topic.clone(),
             Sticky {
                 partition: p,
                 produced: 0,
@@ -105,7 +108,7 @@ impl StickyPartitioner {
     /// Records that `bytes` were appended to the sticky partition. `new_batch` says the append
     /// opened a new batch, the natural moment to switch once `batch.size` is reached; past
     /// twice `batch.size` it switches regardless.
-    pub fn on_append(&mut self, topic: &str, partition: u32, bytes: usize, new_batch: bool) {
+    pub fn on_append(&mut self, topic: &Topic, partition: u32, bytes: usize, new_batch: bool) {
         let batch_size = self.batch_size;
         if let Some(s) = self.topics.get_mut(topic) {
             if s.partition != partition {
@@ -184,18 +187,18 @@ mod tests {
     #[test]
     fn sticky_until_batch_size_then_switches() {
         let mut p = StickyPartitioner::new(100, false, 7);
-        let first = p.partition("t", 6, |_| true, |_| 0);
+        let first = p.partition(&Topic::from("t"), 6, |_| true, |_| 0);
         for _ in 0..9 {
-            assert_eq!(p.partition("t", 6, |_| true, |_| 0), first);
-            p.on_append("t", first, 10, false);
+            assert_eq!(p.partition(&Topic::from("t"), 6, |_| true, |_| 0), first);
+            p.on_append(&Topic::from("t"), first, 10, false);
         }
         // 90 bytes: still sticky; 100 bytes with a new batch: switch on the next record.
-        p.on_append("t", first, 10, true);
+        p.on_append(&Topic::from("t"), first, 10, true);
         let mut seen = std::collections::BTreeSet::new();
         for _ in 0..200 {
-            let q = p.partition("t", 6, |_| true, |_| 0);
+            let q = p.partition(&Topic::from("t"), 6, |_| true, |_| 0);
             seen.insert(q);
-            p.on_append("t", q, 250, false); // > 2 x batch.size: always switches
+            p.on_append(&Topic::from("t"), q, 250, false); // > 2 x batch.size: always switches
         }
         assert_eq!(seen.len(), 6, "uniform over time: {seen:?}");
     }
@@ -205,16 +208,21 @@ mod tests {
         let mut p = StickyPartitioner::new(1, true, 3);
         let mut counts = [0u32; 3];
         for _ in 0..3000 {
-            let q = p.partition("t", 3, |_| true, |p| if p == 2 { 10 } else { 0 });
+            let q = p.partition(
+                &Topic::from("t"),
+                3,
+                |_| true,
+                |p| if p == 2 { 10 } else { 0 },
+            );
             counts[q as usize] += 1;
-            p.on_append("t", q, 10, true);
+            p.on_append(&Topic::from("t"), q, 10, true);
         }
         // Weights 11 : 11 : 1.
         assert!(counts[2] * 5 < counts[0], "{counts:?}");
         for _ in 0..50 {
-            let q = p.partition("t", 3, |p| p == 1, |_| 0);
+            let q = p.partition(&Topic::from("t"), 3, |p| p == 1, |_| 0);
             assert_eq!(q, 1);
-            p.on_append("t", q, 10, true);
+            p.on_append(&Topic::from("t"), q, 10, true);
         }
     }
 
@@ -224,8 +232,8 @@ mod tests {
             let mut p = StickyPartitioner::new(1, true, seed);
             (0..50)
                 .map(|_| {
-                    let q = p.partition("t", 12, |_| true, |p| p as usize % 3);
-                    p.on_append("t", q, 5, true);
+                    let q = p.partition(&Topic::from("t"), 12, |_| true, |p| p as usize % 3);
+                    p.on_append(&Topic::from("t"), q, 5, true);
                     q
                 })
                 .collect::<Vec<_>>()

@@ -10,7 +10,7 @@ use kafka_core::config::{HostPort, ProducerConfig};
 use kafka_core::net::{ConnId, Transmit};
 use kafka_core::producer::{
     Certainty, DeliveryError, Outcome, Output, Producer, ProducerEvent, ProducerRecord,
-    RecordToken, SendError,
+    RecordToken, SendError, Topic,
 };
 use kafka_core::Instant;
 use kafka_sim::proto::api::{RequestBody, ResponseBody};
@@ -22,6 +22,7 @@ use kafka_sim::proto::messages::produce_response::{
     LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
 };
 use kafka_sim::proto::record::RecordBatches;
+use kafka_sim::proto::ErrorCode;
 use kafka_sim::{Reply, ScriptedBroker};
 
 /// What the cluster does with the next Produce request.
@@ -63,6 +64,8 @@ struct Cluster {
     produce_requests: Vec<(i32, i16)>,
     /// The connections each partition's Produce requests came on.
     produce_conns: BTreeMap<i32, std::collections::BTreeSet<ConnId>>,
+    /// Metadata also lists topic "denied", with TOPIC_AUTHORIZATION_FAILED.
+    denied: bool,
 }
 
 fn node_addr(node: i32) -> HostPort {
@@ -92,7 +95,14 @@ impl Cluster {
                     })
                     .collect(),
                 ..Default::default()
-            }],
+            }]
+            .into_iter()
+            .chain(self.denied.then(|| MetadataResponseTopic {
+                error_code: ErrorCode::TopicAuthorizationFailed.code(),
+                name: Some("denied".into()),
+                ..Default::default()
+            }))
+            .collect(),
             ..Default::default()
         }
     }
@@ -567,6 +577,32 @@ fn delivery_timeout_fails_in_flight_records_as_possibly_sent() {
             certainty: Certainty::PossiblySent
         })
     );
+}
+
+/// A fatal topic error fails the topic's records and stops its refreshes; the next send to it,
+/// even at once and sharing the first's `Topic`, asks again and fails as promptly (the
+/// producer's memo of topics it marked as used does not hide the drop).
+#[test]
+fn each_send_to_a_refused_topic_fails_promptly() {
+    let mut h = Harness::new(&[("max.block.ms", "60000")], 1);
+    h.cluster.lock().unwrap().denied = true;
+    warm(&mut h);
+    let topic = Topic::from("denied");
+    for i in 0..3 {
+        let t =
+            h.p.send(ProducerRecord::new(topic.clone(), "v", 1), h.now)
+                .unwrap();
+        h.pump();
+        h.ms(300);
+        assert_eq!(
+            h.outcome(t),
+            Some(&Outcome::Failed {
+                error: DeliveryError::Broker(ErrorCode::TopicAuthorizationFailed),
+                certainty: Certainty::NotSent
+            }),
+            "send {i}"
+        );
+    }
 }
 
 #[test]

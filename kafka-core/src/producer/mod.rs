@@ -63,6 +63,9 @@ enum NotAppended {
     NoMemory,
 }
 
+/// How long a send's mark of its topic as used stands for later sends to it.
+const USE_MEMO: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Errors that mean the partition's leader moved: refresh metadata before retrying.
 fn is_leadership_error(e: ErrorCode) -> bool {
     matches!(
@@ -116,6 +119,10 @@ pub struct Producer {
     pid_unknown: bool,
     /// How many pending records each topic has.
     pending_topics: BTreeMap<String, usize>,
+    /// The topic the last send marked as used in the metadata, when, and the metadata's
+    /// [`Metadata::removals`] then: sends to it within [`USE_MEMO`] skip the metadata lookup
+    /// that marking takes, unless a topic was dropped since.
+    used: Option<(Topic, Instant, u64)>,
     /// The producer did work an IO loop must act on (see [`Producer::take_attention`]).
     attention: bool,
 }
@@ -172,6 +179,7 @@ impl Producer {
             linger_at: None,
             pid_unknown: false,
             pending_topics: BTreeMap::new(),
+            used: None,
             attention: false,
             cfg,
         }
@@ -223,7 +231,7 @@ impl Producer {
         // Tokens are never reused, even by a refused send: outcomes are matched by token.
         let token = RecordToken(self.next_token);
         self.next_token += 1;
-        self.metadata.use_topic(&record.topic, now);
+        self.use_topic(&record.topic, now);
         // Outstanding before appending: an append may resolve the token at once.
         self.outstanding.insert(token.0);
         let deadline = now + self.cfg.delivery_timeout;
@@ -265,6 +273,22 @@ impl Producer {
             self.drive(now);
         }
         Ok(token)
+    }
+
+    /// Marks `topic` as used (so its metadata is kept and refreshed), at most once per
+    /// [`USE_MEMO`] for a run of sends to one topic: an idle topic is dropped only after
+    /// `metadata.max.idle.ms` (at least 5 s) unused, so a mark up to a second old is as good.
+    /// A topic dropped for a fatal error is marked again at its next send.
+    fn use_topic(&mut self, topic: &Topic, now: Instant) {
+        let removals = self.metadata.removals();
+        let fresh = self
+            .used
+            .as_ref()
+            .is_some_and(|(t, at, r)| *r == removals && now < *at + USE_MEMO && t == topic);
+        if !fresh {
+            self.metadata.use_topic(topic, now);
+            self.used = Some((topic.clone(), now, removals));
+        }
     }
 
     /// Partitions and appends a record, or hands it back while its topic's metadata is unknown
