@@ -187,20 +187,33 @@ fn compress_err(codec: &'static str, e: impl std::fmt::Display) -> EncodeError {
 #[cfg(feature = "lz4")]
 const LZ4_HEADER: [u8; 7] = [0x04, 0x22, 0x4d, 0x18, 0x60, 0x40, 0x82];
 
-/// Compresses into one LZ4 frame, block by block straight from `data`. (lz4_flex's
-/// `FrameEncoder` first copies all input into a buffer of its own: a whole extra pass over
-/// every batch, about as costly as compressing repetitive data.)
+/// Compresses into one LZ4 frame, block by block straight from `data` into the frame.
+/// (lz4_flex's `FrameEncoder` first copies all input into a buffer of its own, and its
+/// `block::compress` returns each block in a fresh vector: extra passes over every batch,
+/// about as costly as compressing repetitive data.)
 #[cfg(feature = "lz4")]
 fn lz4_frame(data: &[u8]) -> Vec<u8> {
+    use lz4_flex::block::{compress_into_with_table, get_maximum_output_size, CompressTable};
     const BLOCK: usize = 64 * 1024;
     let mut out = Vec::with_capacity(LZ4_HEADER.len() + data.len() / 2 + 64);
     out.extend_from_slice(&LZ4_HEADER);
+    // One hash table for every block (each block is compressed independently: the table is
+    // cleared for each), with 16-bit entries while the input allows, as `compress` picks.
+    let mut table = if data.len() < u16::MAX as usize {
+        CompressTable::small()
+    } else {
+        CompressTable::large()
+    };
     for block in data.chunks(BLOCK) {
-        let compressed = lz4_flex::block::compress(block);
-        if compressed.len() < block.len() {
-            out.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
-            out.extend_from_slice(&compressed);
+        let at = out.len();
+        out.resize(at + 4 + get_maximum_output_size(block.len()), 0);
+        let written = compress_into_with_table(block, &mut out[at + 4..], &mut table);
+        // The bound above always suffices; were it not to, the block is stored.
+        if let Some(n) = written.ok().filter(|n| *n < block.len()) {
+            out[at..at + 4].copy_from_slice(&(n as u32).to_le_bytes());
+            out.truncate(at + 4 + n);
         } else {
+            out.truncate(at);
             // Stored: the high bit of the size marks an uncompressed block.
             out.extend_from_slice(&(block.len() as u32 | 0x8000_0000).to_le_bytes());
             out.extend_from_slice(block);
