@@ -137,13 +137,6 @@ impl Future for Delivery {
         let outcome = {
             let mut pending = self.shared.pending();
             match pending.slot(self.token) {
-                Some(slot @ Slot::Done(_)) => match std::mem::replace(slot, Slot::Gone) {
-                    Slot::Done(outcome) => {
-                        pending.trim();
-                        Some(outcome)
-                    }
-                    _ => unreachable!("matched above"),
-                },
                 Some(Slot::Waiting(waker)) => {
                     if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                         *waker = Some(cx.waker().clone());
@@ -152,6 +145,11 @@ impl Future for Delivery {
                 }
                 // Taken already, or never there: only a bug gets here.
                 Some(Slot::Gone) | None => Some(closed()),
+                Some(slot) => {
+                    let outcome = slot.take();
+                    pending.trim();
+                    outcome
+                }
             }
         };
         match outcome {
@@ -423,14 +421,51 @@ struct Pending {
     slots: VecDeque<Slot>,
 }
 
-/// One record's outcome, as its [`Delivery`] sees it.
+/// One record's outcome, as its [`Delivery`] sees it. A slot takes at most 32 bytes, where an
+/// [`Outcome`] takes 48 or more: every record in flight has one, and with many outstanding the
+/// ring outgrows the caches.
 enum Slot {
     /// Not resolved yet; the waker of the task awaiting it, if one is.
     Waiting(Option<Waker>),
-    /// Resolved, not yet taken.
-    Done(Outcome),
+    /// Delivered, not yet taken: partition, offset ([`NO_OFFSET`] for none), timestamp.
+    Delivered(i32, i64, i64),
+    /// Failed, not yet taken (rare, so boxed).
+    Failed(Box<Outcome>),
     /// Taken, or its `Delivery` was dropped: the slot is free.
     Gone,
+}
+
+/// A delivered record's missing offset (acks=0, a duplicate), in a [`Slot::Delivered`]:
+/// brokers never assign a negative offset.
+const NO_OFFSET: i64 = i64::MIN;
+
+impl Slot {
+    fn done(outcome: Outcome) -> Slot {
+        match outcome {
+            Outcome::Delivered {
+                partition,
+                offset,
+                timestamp,
+            } => Slot::Delivered(partition, offset.unwrap_or(NO_OFFSET), timestamp),
+            failed => Slot::Failed(Box::new(failed)),
+        }
+    }
+
+    /// The outcome of a resolved slot, which it leaves free.
+    fn take(&mut self) -> Option<Outcome> {
+        match std::mem::replace(self, Slot::Gone) {
+            Slot::Delivered(partition, offset, timestamp) => Some(Outcome::Delivered {
+                partition,
+                offset: (offset != NO_OFFSET).then_some(offset),
+                timestamp,
+            }),
+            Slot::Failed(outcome) => Some(*outcome),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
 }
 
 impl Pending {
@@ -462,7 +497,7 @@ impl Pending {
     /// Resolves a record; returns the waker to wake once the lock is let go.
     fn resolve(&mut self, token: RecordToken, outcome: Outcome) -> Option<Waker> {
         let slot = self.slot(token)?;
-        match std::mem::replace(slot, Slot::Done(outcome)) {
+        match std::mem::replace(slot, Slot::done(outcome)) {
             Slot::Waiting(waker) => waker,
             // Its `Delivery` was dropped: nobody reads it.
             Slot::Gone => {
@@ -470,7 +505,7 @@ impl Pending {
                 self.trim();
                 None
             }
-            Slot::Done(_) => {
+            Slot::Delivered(..) | Slot::Failed(_) => {
                 debug_assert!(false, "a record resolved twice");
                 None
             }
@@ -491,7 +526,7 @@ impl Pending {
         for slot in &mut self.slots {
             if let Slot::Waiting(waker) = slot {
                 wakers.extend(waker.take());
-                *slot = Slot::Done(closed());
+                *slot = Slot::done(closed());
             }
         }
         wakers
@@ -626,5 +661,44 @@ mod tests {
         let now_ms = wall_clock_us() / 1000;
         let read = wall.ms_at(t0 + Duration::from_secs(1));
         assert!((read - now_ms).abs() < 1_000, "{read} vs {now_ms}");
+    }
+
+    #[test]
+    fn a_slot_is_small_and_gives_back_the_outcome_it_took() {
+        // An `Outcome` alone takes 48 or more.
+        assert!(
+            std::mem::size_of::<Slot>() <= 32,
+            "{}",
+            std::mem::size_of::<Slot>()
+        );
+        assert!(std::mem::size_of::<Outcome>() >= 48);
+        let outcomes = [
+            Outcome::Delivered {
+                partition: 2,
+                offset: Some(0),
+                timestamp: -1,
+            },
+            Outcome::Delivered {
+                partition: 0,
+                offset: None,
+                timestamp: 1_700_000_000_000,
+            },
+            Outcome::Failed {
+                error: DeliveryError::DeliveryTimeout,
+                certainty: Certainty::PossiblySent,
+            },
+        ];
+        for outcome in outcomes {
+            let mut slot = Slot::done(outcome.clone());
+            assert_eq!(slot.take(), Some(outcome));
+            assert!(matches!(slot, Slot::Gone), "taking frees the slot");
+            assert_eq!(slot.take(), None);
+        }
+        let mut waiting = Slot::Waiting(None);
+        assert_eq!(waiting.take(), None);
+        assert!(
+            matches!(waiting, Slot::Waiting(None)),
+            "an unresolved slot stays"
+        );
     }
 }

@@ -204,16 +204,17 @@ fn lz4_frame(data: &[u8]) -> Vec<u8> {
     } else {
         CompressTable::large()
     };
+    // Each block is compressed into one scratch buffer, zeroed once per frame rather than
+    // once per block (zeroing the room a block might take cost as much as compressing
+    // repetitive data), and only its compressed bytes are copied into the frame.
+    let mut scratch = vec![0u8; get_maximum_output_size(BLOCK.min(data.len()))];
     for block in data.chunks(BLOCK) {
-        let at = out.len();
-        out.resize(at + 4 + get_maximum_output_size(block.len()), 0);
-        let written = compress_into_with_table(block, &mut out[at + 4..], &mut table);
+        let written = compress_into_with_table(block, &mut scratch, &mut table);
         // The bound above always suffices; were it not to, the block is stored.
         if let Some(n) = written.ok().filter(|n| *n < block.len()) {
-            out[at..at + 4].copy_from_slice(&(n as u32).to_le_bytes());
-            out.truncate(at + 4 + n);
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+            out.extend_from_slice(&scratch[..n]);
         } else {
-            out.truncate(at);
             // Stored: the high bit of the size marks an uncompressed block.
             out.extend_from_slice(&(block.len() as u32 | 0x8000_0000).to_le_bytes());
             out.extend_from_slice(block);
