@@ -119,8 +119,10 @@ config_table! {
         max_partition_fetch_bytes: i32 = "max.partition.fetch.bytes", "1048576", parse::int(0, I32_MAX);
         /// `queued.max.messages.kbytes` (librdkafka's name; Java has none): the budget for
         /// fetched records not yet taken by the application, across all partitions. Fetching
-        /// pauses while it is spent; it may be exceeded by one batch per fetch in flight
-        /// (brokers return a partition's first batch whole, KIP-74).
+        /// pauses while it is spent; it may be exceeded by one batch (brokers return a
+        /// partition's first batch whole, KIP-74: while the room left is below
+        /// `max.partition.fetch.bytes`, fetches go one at a time). Batches larger than
+        /// `max.partition.fetch.bytes` may exceed it by one batch per fetch in flight.
         queued_max_kbytes: i32 = "queued.max.messages.kbytes", "65536", parse::int(1, 2_097_151);
         /// `auto.offset.reset`.
         auto_offset_reset: OffsetReset = "auto.offset.reset", "latest", OffsetReset::parse;

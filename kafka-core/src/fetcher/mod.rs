@@ -229,8 +229,6 @@ pub struct Fetcher {
     fetch_seq: usize,
     /// The connection the next round of fetches starts with (each gets its turn).
     node_turn: usize,
-    /// The largest batch fetched so far (none yet: `max.partition.fetch.bytes` is assumed).
-    largest_batch: Option<usize>,
     /// KIP-227 fetch sessions, per connection.
     sessions: BTreeMap<Lane, session::FetchSession>,
     group: Option<group::Group>,
@@ -267,7 +265,6 @@ impl Fetcher {
             reservations: BTreeMap::new(),
             fetch_seq: 0,
             node_turn: 0,
-            largest_batch: None,
             sessions: BTreeMap::new(),
             group: group::Group::new(&cfg),
             cfg,
@@ -511,9 +508,10 @@ impl Fetcher {
             wanted.rotate_left(turn);
             self.node_turn = self.node_turn.wrapping_add(1);
         }
-        let largest = self
-            .largest_batch
-            .unwrap_or(self.cfg.max_partition_fetch_bytes.max(1) as usize);
+        // The largest batch a fetch may bring: the user says batches fit in
+        // `max.partition.fetch.bytes`. (The largest batch seen so far is no bound: a larger one
+        // can come next, found by the simulation, seed 112389.)
+        let largest = self.cfg.max_partition_fetch_bytes.max(1) as usize;
         for (key, mut tps) in wanted {
             // Each fetch starts at a different partition, so that a spent budget (or
             // fetch.max.bytes) does not always favour the same ones.
@@ -540,7 +538,8 @@ impl Fetcher {
             // KIP-74: a response holds its first batch whole, even past `max_bytes`. So a fetch
             // whose limit is below a batch may overshoot the budget: only one such fetch may be
             // in flight, and the budget is exceeded by one batch at most (found by the
-            // simulation: two overshooting fetches at once, seed 1450).
+            // simulation: two overshooting fetches at once, seed 1450). A fetch whose limit
+            // holds any batch cannot overshoot, and may go beside others.
             if max_bytes < largest && !self.fetching.is_empty() {
                 break;
             }

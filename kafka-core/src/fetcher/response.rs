@@ -139,8 +139,6 @@ impl Fetcher {
                         break;
                     }
                 };
-                self.largest_batch =
-                    Some(self.largest_batch.unwrap_or(0).max(batch.as_bytes().len()));
                 if batch.next_offset() <= position {
                     continue; // a fetch starts at the batch holding the position
                 }

@@ -232,6 +232,11 @@ pub struct ConsumerApp {
 /// `queued.max.messages.kbytes` in the simulation: small, so the budget is exercised.
 pub const PREFETCH_KB: usize = 24;
 
+/// The largest batch the producers write (their batch.size plus overhead), the consumers'
+/// `max.partition.fetch.bytes`: the budget holds to within one batch as long as batches fit in
+/// it.
+const LARGEST_BATCH: usize = 4096 + 1024;
+
 impl ConsumerApp {
     /// A member of group "g" subscribed to "t", with `extra` settings.
     pub fn new(
@@ -243,6 +248,7 @@ impl ConsumerApp {
     ) -> Self {
         let seed_s = seed.wrapping_add(id as u64).to_string();
         let kb = PREFETCH_KB.to_string();
+        let largest = LARGEST_BATCH.to_string();
         let servers = bootstrap(3);
         let mut settings = vec![
             ("bootstrap.servers", servers.as_str()),
@@ -259,6 +265,7 @@ impl ConsumerApp {
             ("reconnect.backoff.max.ms", "500"),
             ("metadata.max.age.ms", "5000"),
             ("queued.max.messages.kbytes", kb.as_str()),
+            ("max.partition.fetch.bytes", largest.as_str()),
             ("random.seed", seed_s.as_str()),
         ];
         settings.extend_from_slice(extra);
@@ -270,9 +277,8 @@ impl ConsumerApp {
             id,
             next_poll: now,
             held: 0,
-            // The budget, plus the one batch a fetch may bring past it (KIP-74): batches are
-            // at most the producers' batch.size plus overhead.
-            limit: PREFETCH_KB * 1024 + 4096 + 1024,
+            // The budget, plus the one batch a fetch may bring past it (KIP-74).
+            limit: PREFETCH_KB * 1024 + LARGEST_BATCH,
             leaving: false,
             left: false,
             ledger,
