@@ -86,7 +86,7 @@ pub struct Metadata {
     in_flight: bool,
     /// Counts removals from `wanted`: a caller remembering that it marked a topic used knows
     /// the mark still stands while this is unchanged.
-    unwanted: u64,
+    removals: u64,
 }
 
 impl Metadata {
@@ -108,7 +108,7 @@ impl Metadata {
             failures: 0,
             retry_at: None,
             in_flight: false,
-            unwanted: 0,
+            removals: 0,
         }
     }
 
@@ -116,7 +116,7 @@ impl Metadata {
     /// only then may a topic marked by [`Metadata::use_topic`] need marking again sooner than
     /// `max_idle`.
     pub fn removals(&self) -> u64 {
-        self.unwanted
+        self.removals
     }
 
     /// Notes that the client uses `topic` now. An unknown topic asks for a refresh.
@@ -190,7 +190,7 @@ impl Metadata {
             }
             keep
         });
-        self.unwanted += (before - self.wanted.len()) as u64;
+        self.removals += (before - self.wanted.len()) as u64;
     }
 
     /// The refresh failed (no response); back off before the next.
@@ -283,7 +283,7 @@ impl Metadata {
         // Fatal errors are reported once; those topics stop asking for refreshes.
         for (t, _) in &update.topic_errors {
             if self.wanted.remove(t).is_some() {
-                self.unwanted += 1;
+                self.removals += 1;
             }
         }
         update

@@ -187,18 +187,19 @@ mod tests {
     #[test]
     fn sticky_until_batch_size_then_switches() {
         let mut p = StickyPartitioner::new(100, false, 7);
-        let first = p.partition(&Topic::from("t"), 6, |_| true, |_| 0);
+        let t = Topic::from("t");
+        let first = p.partition(&t, 6, |_| true, |_| 0);
         for _ in 0..9 {
-            assert_eq!(p.partition(&Topic::from("t"), 6, |_| true, |_| 0), first);
-            p.on_append(&Topic::from("t"), first, 10, false);
+            assert_eq!(p.partition(&t, 6, |_| true, |_| 0), first);
+            p.on_append(&t, first, 10, false);
         }
         // 90 bytes: still sticky; 100 bytes with a new batch: switch on the next record.
-        p.on_append(&Topic::from("t"), first, 10, true);
+        p.on_append(&t, first, 10, true);
         let mut seen = std::collections::BTreeSet::new();
         for _ in 0..200 {
-            let q = p.partition(&Topic::from("t"), 6, |_| true, |_| 0);
+            let q = p.partition(&t, 6, |_| true, |_| 0);
             seen.insert(q);
-            p.on_append(&Topic::from("t"), q, 250, false); // > 2 x batch.size: always switches
+            p.on_append(&t, q, 250, false); // > 2 x batch.size: always switches
         }
         assert_eq!(seen.len(), 6, "uniform over time: {seen:?}");
     }
@@ -206,23 +207,19 @@ mod tests {
     #[test]
     fn adaptive_choice_avoids_long_queues_and_unavailable_partitions() {
         let mut p = StickyPartitioner::new(1, true, 3);
+        let t = Topic::from("t");
         let mut counts = [0u32; 3];
         for _ in 0..3000 {
-            let q = p.partition(
-                &Topic::from("t"),
-                3,
-                |_| true,
-                |p| if p == 2 { 10 } else { 0 },
-            );
+            let q = p.partition(&t, 3, |_| true, |p| if p == 2 { 10 } else { 0 });
             counts[q as usize] += 1;
-            p.on_append(&Topic::from("t"), q, 10, true);
+            p.on_append(&t, q, 10, true);
         }
         // Weights 11 : 11 : 1.
         assert!(counts[2] * 5 < counts[0], "{counts:?}");
         for _ in 0..50 {
-            let q = p.partition(&Topic::from("t"), 3, |p| p == 1, |_| 0);
+            let q = p.partition(&t, 3, |p| p == 1, |_| 0);
             assert_eq!(q, 1);
-            p.on_append(&Topic::from("t"), q, 10, true);
+            p.on_append(&t, q, 10, true);
         }
     }
 
@@ -230,10 +227,11 @@ mod tests {
     fn same_seed_same_choices() {
         let run = |seed| {
             let mut p = StickyPartitioner::new(1, true, seed);
+            let t = Topic::from("t");
             (0..50)
                 .map(|_| {
-                    let q = p.partition(&Topic::from("t"), 12, |_| true, |p| p as usize % 3);
-                    p.on_append(&Topic::from("t"), q, 5, true);
+                    let q = p.partition(&t, 12, |_| true, |p| p as usize % 3);
+                    p.on_append(&t, q, 5, true);
                     q
                 })
                 .collect::<Vec<_>>()

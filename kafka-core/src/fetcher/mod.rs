@@ -23,8 +23,8 @@
 //!   response's aborted-transaction list up to each ABORT marker) and every control batch.
 //!
 //! - KIP-227 fetch sessions, one per connection, where the broker supports them (Fetch v7+):
-//!   after a full fetch,
-//!   each Fetch names only the partitions whose position moved, and those to forget.
+//!   after a full fetch, each Fetch names only the partitions whose position moved, and those
+//!   to forget.
 //!
 //! - KIP-320: every position remembers the leader epoch of the record before it. When a
 //!   partition's leader epoch moves on (or a committed offset with an epoch is taken up), the

@@ -141,9 +141,7 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     ))));
     let mut members: Vec<usize> = Vec::new();
     for _ in 0..2 {
-        let id = w.clients.len();
-        let app = ConsumerApp::new(id, seed, lanes, w.now, ledger.clone());
-        members.push(w.add(Client::Consumer(Box::new(app))));
+        add_member(w, &mut members, seed, &ledger);
     }
     let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END));
     let mut report = Report::default();
