@@ -473,6 +473,46 @@ fn a_full_batch_wakes_the_sender() {
 }
 
 #[test]
+fn a_large_batch_is_sent_from_its_own_buffer_not_copied_into_the_request() {
+    let mut h = Harness::new(&[("batch.size", "65536"), ("linger.ms", "5")], 1);
+    warm(&mut h);
+    h.transmits.clear();
+    for i in 0..40 {
+        h.send(&format!("{i:0>1000}"));
+    }
+    h.ms(10);
+    assert_eq!(h.log(0).len(), 41, "every record written");
+    // The request came in parts; one of them is the whole record batch, by itself.
+    let sends: Vec<&Bytes> = h
+        .transmits
+        .iter()
+        .filter_map(|t| match t {
+            Transmit::Send { bytes, .. } => Some(bytes),
+            _ => None,
+        })
+        .collect();
+    let batch = sends
+        .iter()
+        .find(|b| b.len() > 40_000)
+        .expect("a part holding the batch");
+    let mut batches = RecordBatches::new((*batch).clone());
+    let decoded = batches.next().unwrap().unwrap();
+    assert_eq!(decoded.records().unwrap().count(), 40);
+    assert!(batches.next().is_none(), "the part is exactly one batch");
+    // Smaller batches are copied into their request: one part each.
+    h.transmits.clear();
+    let t = h.send("small");
+    h.ms(10);
+    assert!(matches!(h.outcome(t), Some(Outcome::Delivered { .. })));
+    let parts = h
+        .transmits
+        .iter()
+        .filter(|t| matches!(t, Transmit::Send { .. }))
+        .count();
+    assert_eq!(parts, 1);
+}
+
+#[test]
 fn buffer_full_is_immediate_and_released_by_delivery() {
     let mut h = Harness::new(
         &[

@@ -6,13 +6,19 @@ use std::fmt::Debug;
 use bytes::{Bytes, BytesMut};
 
 use crate::messages::*;
-use crate::wire::{Ctx, Reader, Wire};
+use crate::wire::{Ctx, Encoder, Reader, Wire};
 use crate::{DecodeError, EncodeError};
 
 /// Encodes a message body (no header, no size prefix) at a version.
 pub trait Encode {
+    /// Appends the body encoded at `version` to an [`Encoder`] (which may keep large byte
+    /// fields out of its buffer).
+    fn encode_into(&self, enc: &mut Encoder, version: i16) -> Result<(), EncodeError>;
+
     /// Appends the body encoded at `version`.
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError>;
+    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+        Encoder::wrap(buf, |enc| self.encode_into(enc, version))
+    }
 }
 
 /// Decodes a message body (no header, no size prefix) at a version.
@@ -46,7 +52,7 @@ fn check_version(key: ApiKey, version: i16) -> Option<Ctx> {
 pub(crate) fn encode_body<T: Wire>(
     msg: &T,
     key: ApiKey,
-    buf: &mut BytesMut,
+    buf: &mut Encoder,
     version: i16,
 ) -> Result<(), EncodeError> {
     let ctx = check_version(key, version).ok_or(EncodeError::UnsupportedVersion {
@@ -166,8 +172,8 @@ macro_rules! kafka_apis {
                 const API_KEY: ApiKey = ApiKey::$name;
             }
             impl Encode for $req_mod::$req {
-                fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
-                    encode_body(self, ApiKey::$name, buf, version)
+                fn encode_into(&self, enc: &mut Encoder, version: i16) -> Result<(), EncodeError> {
+                    encode_body(self, ApiKey::$name, enc, version)
                 }
             }
             impl Decode for $resp_mod::$resp {
@@ -183,8 +189,8 @@ macro_rules! kafka_apis {
             }
             #[cfg(feature = "broker")]
             impl Encode for $resp_mod::$resp {
-                fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
-                    encode_body(self, ApiKey::$name, buf, version)
+                fn encode_into(&self, enc: &mut Encoder, version: i16) -> Result<(), EncodeError> {
+                    encode_body(self, ApiKey::$name, enc, version)
                 }
             }
         )*

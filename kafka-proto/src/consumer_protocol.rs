@@ -1,11 +1,11 @@
 //! The ConsumerProtocol payloads: the version-prefixed Subscription (JoinGroup metadata) and
 //! Assignment (SyncGroup assignment) that Java, librdkafka and this client all agree on.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 
 pub use crate::messages::consumer_protocol_assignment::ConsumerProtocolAssignment;
 pub use crate::messages::consumer_protocol_subscription::ConsumerProtocolSubscription;
-use crate::wire::{Ctx, Reader, Wire};
+use crate::wire::{Ctx, Encoder, Reader, Wire};
 use crate::{DecodeError, EncodeError};
 
 /// The highest payload version this codec writes and fully understands.
@@ -21,7 +21,7 @@ pub trait ConsumerPayload: Wire {
                 version,
             });
         }
-        let mut buf = BytesMut::new();
+        let mut buf = Encoder::default();
         buf.put_i16(version);
         self.write(
             &mut buf,
@@ -30,7 +30,7 @@ pub trait ConsumerPayload: Wire {
                 flexible: false,
             },
         )?;
-        Ok(buf.freeze())
+        Ok(buf.into_inner().freeze())
     }
 
     /// Decodes a payload, returning the version it was written at.
@@ -81,7 +81,7 @@ mod tests {
             ..Default::default()
         };
         let bytes = sub.encode_payload(3).unwrap();
-        let mut v4 = BytesMut::from(&bytes[..]);
+        let mut v4 = bytes::BytesMut::from(&bytes[..]);
         v4[..2].copy_from_slice(&4i16.to_be_bytes());
         v4.extend_from_slice(&[9, 9, 9]); // a field from the future
         let (version, back) = ConsumerProtocolSubscription::decode_payload(&v4.freeze()).unwrap();

@@ -4,7 +4,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::api::{ApiKey, Request, Response, ResponseBody};
 use crate::wire::{
-    read_tagged_fields, write_tagged_fields, Ctx, Reader, UnknownTaggedFields, Wire,
+    read_tagged_fields, write_tagged_fields, Ctx, Encoder, Reader, UnknownTaggedFields, Wire,
 };
 use crate::{DecodeError, EncodeError};
 
@@ -31,6 +31,10 @@ const CLASSIC: Ctx = Ctx {
 impl RequestHeader {
     /// Appends the header at `header_version` (1 or 2).
     pub fn encode(&self, buf: &mut BytesMut, header_version: i16) -> Result<(), EncodeError> {
+        Encoder::wrap(buf, |enc| self.encode_into(enc, header_version))
+    }
+
+    fn encode_into(&self, buf: &mut Encoder, header_version: i16) -> Result<(), EncodeError> {
         buf.put_i16(self.api_key);
         buf.put_i16(self.api_version);
         buf.put_i32(self.correlation_id);
@@ -93,21 +97,28 @@ impl ResponseHeader {
 
 /// Reserves a 4-byte size prefix, runs `body`, then fills the prefix in.
 fn sized(
-    buf: &mut BytesMut,
-    body: impl FnOnce(&mut BytesMut) -> Result<(), EncodeError>,
+    buf: &mut Encoder,
+    body: impl FnOnce(&mut Encoder) -> Result<(), EncodeError>,
 ) -> Result<(), EncodeError> {
-    let start = buf.len();
+    let start = buf.encoded_len();
+    // Where the prefix is in the buffer: before any field spliced after it.
+    let at = buf.len();
     buf.put_i32(0);
-    if let Err(e) = body(buf) {
+    let size = match body(buf) {
+        Ok(()) => buf.encoded_len() - start - 4,
+        Err(e) => {
+            buf.truncate(start);
+            return Err(e);
+        }
+    };
+    let Ok(size) = i32::try_from(size) else {
         buf.truncate(start);
-        return Err(e);
-    }
-    let size = buf.len() - start - 4;
-    let size = i32::try_from(size).map_err(|_| EncodeError::TooLong {
-        what: "frame",
-        len: size,
-    })?;
-    buf[start..start + 4].copy_from_slice(&size.to_be_bytes());
+        return Err(EncodeError::TooLong {
+            what: "frame",
+            len: size,
+        });
+    };
+    buf[at..at + 4].copy_from_slice(&size.to_be_bytes());
     Ok(())
 }
 
@@ -115,6 +126,20 @@ fn sized(
 /// On error nothing is appended.
 pub fn encode_request<R: Request>(
     buf: &mut BytesMut,
+    request: &R,
+    version: i16,
+    correlation_id: i32,
+    client_id: Option<&str>,
+) -> Result<(), EncodeError> {
+    Encoder::wrap(buf, |enc| {
+        encode_request_into(enc, request, version, correlation_id, client_id)
+    })
+}
+
+/// Like [`encode_request`], into an [`Encoder`], which may keep large byte fields (a produce
+/// request's record batches) out of its buffer, to be sent from their own.
+pub fn encode_request_into<R: Request>(
+    buf: &mut Encoder,
     request: &R,
     version: i16,
     correlation_id: i32,
@@ -128,8 +153,8 @@ pub fn encode_request<R: Request>(
         unknown_tagged_fields: Default::default(),
     };
     sized(buf, |buf| {
-        header.encode(buf, R::API_KEY.request_header_version(version))?;
-        request.encode(buf, version)
+        header.encode_into(buf, R::API_KEY.request_header_version(version))?;
+        request.encode_into(buf, version)
     })
 }
 
@@ -189,8 +214,87 @@ pub fn encode_response(
         correlation_id,
         unknown_tagged_fields: Default::default(),
     };
-    sized(buf, |buf| {
-        header.encode(buf, key.response_header_version(version));
-        body.encode(buf, version)
+    Encoder::wrap(buf, |buf| {
+        sized(buf, |buf| {
+            header.encode(buf, key.response_header_version(version));
+            body.encode(buf, version)
+        })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::produce_request::{
+        PartitionProduceData, ProduceRequest, TopicProduceData,
+    };
+
+    /// A produce request spliced around its batches is the same bytes as one written whole,
+    /// at every version, flexible or not.
+    #[test]
+    fn a_spliced_produce_request_is_the_whole_request_in_parts() {
+        let batch = |n: u8| Bytes::from(vec![n; 5000]);
+        let request = ProduceRequest {
+            acks: 1,
+            timeout_ms: 30_000,
+            topic_data: vec![TopicProduceData {
+                name: "t".into(),
+                partition_data: (0..3)
+                    .map(|i| PartitionProduceData {
+                        index: i,
+                        records: Some(batch(i as u8)),
+                        ..Default::default()
+                    })
+                    .chain([PartitionProduceData {
+                        index: 3,
+                        records: Some(Bytes::from_static(b"small")),
+                        ..Default::default()
+                    }])
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        for version in 3..=12 {
+            let mut whole = BytesMut::new();
+            encode_request(&mut whole, &request, version, 7, Some("c")).unwrap();
+            let mut enc = Encoder::splicing(BytesMut::new(), 4096);
+            encode_request_into(&mut enc, &request, version, 7, Some("c")).unwrap();
+            assert_eq!(enc.encoded_len(), whole.len());
+            let parts = enc.into_parts();
+            assert_eq!(
+                parts.len(),
+                7,
+                "v{version}: head, then each batch and what follows"
+            );
+            assert_eq!(parts.concat(), &whole[..], "v{version}");
+            // The batches are sent from their own buffers, not copied.
+            let from_batches = parts.iter().filter(|p| p.len() == 5000).count();
+            assert_eq!(from_batches, 3);
+        }
+    }
+
+    #[test]
+    fn a_failed_spliced_encoding_leaves_nothing() {
+        let topic = |name: String| TopicProduceData {
+            name,
+            partition_data: vec![PartitionProduceData {
+                records: Some(Bytes::from(vec![0; 5000])),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        // The second topic's name is too long for a string, after the first topic's batch
+        // was spliced.
+        let request = ProduceRequest {
+            topic_data: vec![topic("t".into()), topic("x".repeat(40_000))],
+            ..Default::default()
+        };
+        let mut enc = Encoder::splicing(BytesMut::new(), 4096);
+        enc.put_u8(1);
+        let err = encode_request_into(&mut enc, &request, 8, 7, None).unwrap_err();
+        assert!(matches!(err, EncodeError::TooLong { .. }), "{err:?}");
+        assert_eq!(enc.encoded_len(), 1);
+        assert_eq!(enc.into_parts().concat(), [1]);
+    }
 }

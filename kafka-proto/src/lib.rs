@@ -42,6 +42,7 @@ pub mod schema;
 pub mod api;
 pub mod compression;
 pub mod consumer_protocol;
+mod encoder;
 mod error;
 pub mod error_code;
 pub mod frame;
@@ -63,6 +64,7 @@ pub use frame::FrameDecoder;
 #[cfg(feature = "broker")]
 pub use header::{decode_request, encode_response};
 pub use header::{
-    decode_response, decode_response_body, encode_request, RequestHeader, ResponseHeader,
+    decode_response, decode_response_body, encode_request, encode_request_into, RequestHeader,
+    ResponseHeader,
 };
 pub use versions::{BrokerVersions, NegotiationError};

@@ -124,7 +124,7 @@ macro_rules! kafka_struct {
         impl $crate::wire::Wire for $name {
             fn write(
                 &self,
-                buf: &mut ::bytes::BytesMut,
+                buf: &mut $crate::wire::Encoder,
                 ctx: $crate::wire::Ctx,
             ) -> Result<(), $crate::EncodeError> {
                 use ::std::ops::RangeBounds;
@@ -146,9 +146,9 @@ macro_rules! kafka_struct {
                             if ($vers).contains(&ctx.version)
                                 && self.$field != __kafka_default!($ty; $($default)?)
                             {
-                                let mut value = ::bytes::BytesMut::new();
+                                let mut value = $crate::wire::Encoder::default();
                                 self.$field.write(&mut value, ctx)?;
-                                tagged.push((tag, value));
+                                tagged.push((tag, value.into_inner()));
                             }
                         }
                     )*
@@ -196,7 +196,7 @@ macro_rules! kafka_struct {
         impl $crate::wire::Wire for Option<$name> {
             fn write(
                 &self,
-                buf: &mut ::bytes::BytesMut,
+                buf: &mut $crate::wire::Encoder,
                 ctx: $crate::wire::Ctx,
             ) -> Result<(), $crate::EncodeError> {
                 use ::bytes::BufMut;

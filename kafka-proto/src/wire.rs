@@ -7,6 +7,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use nom::number::complete as num;
 use uuid::Uuid;
 
+pub use crate::encoder::Encoder;
 use crate::error::{DecodeError, EncodeError};
 
 /// The encoding context every value is read and written in: the message version,
@@ -309,7 +310,7 @@ fn put_length(
 /// A value with a Kafka wire encoding that may depend on the message version.
 pub trait Wire: Sized {
     /// Appends the encoding of `self`.
-    fn write(&self, buf: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError>;
+    fn write(&self, buf: &mut Encoder, ctx: Ctx) -> Result<(), EncodeError>;
     /// Reads one value.
     fn read(r: &mut Reader<'_>, ctx: Ctx) -> Result<Self, DecodeError>;
     /// Whether this is the null value of a nullable type.
@@ -321,7 +322,7 @@ pub trait Wire: Sized {
 macro_rules! fixed_wire {
     ($($t:ty => $get:ident, $put:ident;)*) => {$(
         impl Wire for $t {
-            fn write(&self, buf: &mut BytesMut, _: Ctx) -> Result<(), EncodeError> {
+            fn write(&self, buf: &mut Encoder, _: Ctx) -> Result<(), EncodeError> {
                 buf.$put(*self);
                 Ok(())
             }
@@ -343,7 +344,7 @@ fixed_wire! {
 }
 
 impl Wire for bool {
-    fn write(&self, buf: &mut BytesMut, _: Ctx) -> Result<(), EncodeError> {
+    fn write(&self, buf: &mut Encoder, _: Ctx) -> Result<(), EncodeError> {
         buf.put_u8(u8::from(*self));
         Ok(())
     }
@@ -354,7 +355,7 @@ impl Wire for bool {
 }
 
 impl Wire for Uuid {
-    fn write(&self, buf: &mut BytesMut, _: Ctx) -> Result<(), EncodeError> {
+    fn write(&self, buf: &mut Encoder, _: Ctx) -> Result<(), EncodeError> {
         buf.put_slice(self.as_bytes());
         Ok(())
     }
@@ -383,7 +384,7 @@ fn read_str(r: &mut Reader<'_>, ctx: Ctx) -> Result<Option<String>, DecodeError>
 }
 
 impl Wire for String {
-    fn write(&self, buf: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError> {
+    fn write(&self, buf: &mut Encoder, ctx: Ctx) -> Result<(), EncodeError> {
         put_str(buf, ctx, Some(self))
     }
     fn read(r: &mut Reader<'_>, ctx: Ctx) -> Result<Self, DecodeError> {
@@ -392,7 +393,7 @@ impl Wire for String {
 }
 
 impl Wire for Option<String> {
-    fn write(&self, buf: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError> {
+    fn write(&self, buf: &mut Encoder, ctx: Ctx) -> Result<(), EncodeError> {
         put_str(buf, ctx, self.as_deref())
     }
     fn read(r: &mut Reader<'_>, ctx: Ctx) -> Result<Self, DecodeError> {
@@ -403,14 +404,6 @@ impl Wire for Option<String> {
     }
 }
 
-fn put_bytes(buf: &mut BytesMut, ctx: Ctx, b: Option<&[u8]>) -> Result<(), EncodeError> {
-    put_length(buf, ctx, 4, b.map(<[u8]>::len), "bytes")?;
-    if let Some(b) = b {
-        buf.put_slice(b);
-    }
-    Ok(())
-}
-
 fn read_bytes(r: &mut Reader<'_>, ctx: Ctx) -> Result<Option<Bytes>, DecodeError> {
     match r.payload_len(ctx, 4)? {
         None => Ok(None),
@@ -419,8 +412,10 @@ fn read_bytes(r: &mut Reader<'_>, ctx: Ctx) -> Result<Option<Bytes>, DecodeError
 }
 
 impl Wire for Bytes {
-    fn write(&self, buf: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError> {
-        put_bytes(buf, ctx, Some(self))
+    fn write(&self, buf: &mut Encoder, ctx: Ctx) -> Result<(), EncodeError> {
+        put_length(buf, ctx, 4, Some(self.len()), "bytes")?;
+        buf.put_shared(self);
+        Ok(())
     }
     fn read(r: &mut Reader<'_>, ctx: Ctx) -> Result<Self, DecodeError> {
         read_bytes(r, ctx)?.ok_or(DecodeError::UnexpectedNull)
@@ -428,8 +423,11 @@ impl Wire for Bytes {
 }
 
 impl Wire for Option<Bytes> {
-    fn write(&self, buf: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError> {
-        put_bytes(buf, ctx, self.as_deref())
+    fn write(&self, buf: &mut Encoder, ctx: Ctx) -> Result<(), EncodeError> {
+        match self {
+            Some(b) => b.write(buf, ctx),
+            None => put_length(buf, ctx, 4, None, "bytes"),
+        }
     }
     fn read(r: &mut Reader<'_>, ctx: Ctx) -> Result<Self, DecodeError> {
         read_bytes(r, ctx)
@@ -439,11 +437,7 @@ impl Wire for Option<Bytes> {
     }
 }
 
-fn put_array<T: Wire>(
-    buf: &mut BytesMut,
-    ctx: Ctx,
-    items: Option<&[T]>,
-) -> Result<(), EncodeError> {
+fn put_array<T: Wire>(buf: &mut Encoder, ctx: Ctx, items: Option<&[T]>) -> Result<(), EncodeError> {
     put_length(buf, ctx, 4, items.map(<[T]>::len), "array")?;
     for item in items.unwrap_or_default() {
         item.write(buf, ctx)?;
@@ -465,7 +459,7 @@ fn read_array<T: Wire>(r: &mut Reader<'_>, ctx: Ctx) -> Result<Option<Vec<T>>, D
 }
 
 impl<T: Wire> Wire for Vec<T> {
-    fn write(&self, buf: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError> {
+    fn write(&self, buf: &mut Encoder, ctx: Ctx) -> Result<(), EncodeError> {
         put_array(buf, ctx, Some(self))
     }
     fn read(r: &mut Reader<'_>, ctx: Ctx) -> Result<Self, DecodeError> {
@@ -474,7 +468,7 @@ impl<T: Wire> Wire for Vec<T> {
 }
 
 impl<T: Wire> Wire for Option<Vec<T>> {
-    fn write(&self, buf: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError> {
+    fn write(&self, buf: &mut Encoder, ctx: Ctx) -> Result<(), EncodeError> {
         put_array(buf, ctx, self.as_deref())
     }
     fn read(r: &mut Reader<'_>, ctx: Ctx) -> Result<Self, DecodeError> {
@@ -596,11 +590,11 @@ mod tests {
 
     #[test]
     fn compact_nullable_string_round_trips() {
-        let mut b = BytesMut::new();
+        let mut b = Encoder::default();
         Some("hi".to_string()).write(&mut b, flex()).unwrap();
         None::<String>.write(&mut b, flex()).unwrap();
         assert_eq!(&b[..], &[3, b'h', b'i', 0]);
-        let src = b.freeze();
+        let src = b.into_inner().freeze();
         let mut r = Reader::new(&src);
         assert_eq!(
             Option::<String>::read(&mut r, flex()).unwrap(),

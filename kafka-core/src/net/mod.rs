@@ -22,7 +22,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_proto::api::{ApiKey, Request, ResponseBody};
 use kafka_proto::header::{decode_response_body, peek_correlation_id};
 use kafka_proto::messages::api_versions_request::ApiVersionsRequest;
-use kafka_proto::{encode_request, BrokerVersions, DecodeError, NegotiationError};
+use kafka_proto::wire::Encoder;
+use kafka_proto::{encode_request_into, BrokerVersions, DecodeError, NegotiationError};
 
 use crate::backoff::Backoff;
 use crate::config::{HostPort, ProducerConfig};
@@ -30,6 +31,11 @@ use crate::rng::Rng;
 use crate::time::Instant;
 pub use connection::Peer;
 use connection::{Connection, InFlight, State, Tag};
+
+/// Byte fields (record batches) this large are sent from their own buffers, in a
+/// [`Transmit::Send`] each, rather than copied into the request: smaller ones cost less to
+/// copy than a write of their own.
+const SPLICE_MIN: usize = 16 * 1024;
 pub use machine::{Machine, Output};
 
 /// A broker's node id.
@@ -83,7 +89,9 @@ pub enum Transmit {
         /// Where to.
         addr: HostPort,
     },
-    /// Write these bytes, in order, after those sent before on the connection.
+    /// Write these bytes, in order, after those sent before on the connection. A request may
+    /// take several: a produce request's large record batches each come in their own, from
+    /// the producer's buffers (a vectored write sends them together without a copy).
     Send {
         /// The connection.
         conn: ConnId,
@@ -482,14 +490,14 @@ impl<T> Network<T> {
         self.next_correlation = self.next_correlation.wrapping_add(1) & i32::MAX;
         let key = usize::try_from(R::API_KEY.key()).unwrap_or(0);
         let hint = self.frame_hint.get(key).copied().unwrap_or(0);
-        let mut buf = BytesMut::with_capacity(hint);
+        let mut enc = Encoder::splicing(BytesMut::with_capacity(hint), SPLICE_MIN);
         let client_id = (!self.cfg.client_id.is_empty()).then_some(self.cfg.client_id.as_str());
-        encode_request(&mut buf, request, version, correlation_id, client_id)?;
+        encode_request_into(&mut enc, request, version, correlation_id, client_id)?;
         if self.frame_hint.len() <= key {
             self.frame_hint.resize(key + 1, 0);
         }
         // A little over the last size: a batch may grow by a few records between requests.
-        self.frame_hint[key] = buf.len() + buf.len() / 8;
+        self.frame_hint[key] = enc.len() + enc.len() / 8;
         let deadline = now + self.cfg.request_timeout;
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
         if let Some(tag) = tag {
@@ -507,10 +515,11 @@ impl<T> Network<T> {
             c.unanswered.push_back(correlation_id);
         }
         c.last_active = now;
-        self.transmits.push_back(Transmit::Send {
-            conn,
-            bytes: buf.freeze(),
-        });
+        self.transmits.extend(
+            enc.into_parts()
+                .into_iter()
+                .map(|bytes| Transmit::Send { conn, bytes }),
+        );
         Ok(())
     }
 
