@@ -46,6 +46,11 @@ pub(crate) trait Session: Send + 'static {
             }
         });
     }
+    /// The core's next deadline, for the driver to arm its timer at. The producer notes it
+    /// too, so that a `send` can tell whether the driver must wake to re-arm.
+    fn next_timeout(&mut self) -> Option<Instant> {
+        self.with_core(|c| c.poll_timeout())
+    }
     /// Every user handle is gone.
     fn detached(&mut self, now: Instant);
     /// Whether the driver may stop.
@@ -331,7 +336,7 @@ impl<R: Runtime, S: Session> Driver<R, S> {
 
     /// Arms the timer for the next deadline. Returns true if it already fired.
     fn arm_timer(&mut self, cx: &mut Context<'_>) -> bool {
-        let Some(next) = self.session.with_core(|c| c.poll_timeout()) else {
+        let Some(next) = self.session.next_timeout() else {
             self.timer = None;
             return false;
         };

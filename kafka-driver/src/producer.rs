@@ -225,6 +225,23 @@ struct Shared {
 struct Locked {
     producer: kafka_core::Producer,
     wall: WallClock,
+    /// The deadline the driver's timer was last armed at, when it last went idle (`None`: no
+    /// timer, or not idle yet).
+    armed: Option<Instant>,
+}
+
+impl Locked {
+    /// Whether the driver must run for what a send just made the core do: only for outputs
+    /// (a request to write, an outcome) or a deadline before the driver's timer. A send that
+    /// opened a batch behind requests at their in-flight limit needs neither: the driver runs
+    /// when their responses come.
+    fn take_wake(&mut self) -> bool {
+        let p = &mut self.producer;
+        p.take_attention()
+            && (p.has_output()
+                || p.poll_timeout()
+                    .is_some_and(|t| self.armed.is_none_or(|armed| t < armed)))
+    }
 }
 
 /// Record timestamps: the wall clock read at most once a second and carried forward by the
@@ -292,6 +309,7 @@ impl<R: Runtime> Producer<R> {
             core: Mutex::new(Locked {
                 producer: kafka_core::Producer::new(config),
                 wall: WallClock { read_at: None },
+                armed: None,
             }),
             pending: Mutex::new(Pending::default()),
             start,
@@ -346,7 +364,7 @@ impl<R: Runtime> Producer<R> {
                         // Under the core's lock, so that the outcome (which the driver takes
                         // from the core under it too) finds the slot.
                         self.shared.pending().insert(token);
-                        let wake = core.take_attention();
+                        let wake = locked.take_wake();
                         drop(locked);
                         if wake {
                             self.wake();
@@ -361,7 +379,7 @@ impl<R: Runtime> Producer<R> {
                         r = back;
                         // Listening before the lock is let go: the driver frees memory (and
                         // fires the event) only under it, so no wake-up is missed.
-                        (self.shared.memory.listen(), core.take_attention())
+                        (self.shared.memory.listen(), locked.take_wake())
                     }
                     Err((CoreSendError::Closed, _)) => return Err(SendError::Closed),
                     Err((e, _)) => return Err(SendError::Rejected(e)),
@@ -632,6 +650,13 @@ impl Session for ProducerSession {
         }
     }
 
+    fn next_timeout(&mut self) -> Option<Instant> {
+        let mut locked = self.shared.core();
+        let next = locked.producer.poll_timeout();
+        locked.armed = next;
+        next
+    }
+
     fn detached(&mut self, _now: Instant) {
         // The producer was dropped: fail what is left, never block. The outcomes are drained
         // before the driver checks `finished`.
@@ -647,6 +672,40 @@ impl Session for ProducerSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_send_wakes_the_driver_only_for_outputs_or_an_earlier_deadline() {
+        let config = ProducerConfig::from_map([("bootstrap.servers", "b:9092")]).unwrap();
+        let mut locked = Locked {
+            producer: kafka_core::Producer::new(config),
+            wall: WallClock { read_at: None },
+            armed: None,
+        };
+        let now = Instant::from_millis(1);
+        let record = ProducerRecord::new("t", "v", 1);
+        locked.producer.send_or_return(record, now).unwrap();
+        assert!(
+            locked.take_wake(),
+            "the first send has a connection to open"
+        );
+        while locked.producer.poll_output().is_some() {}
+        // The driver went idle with its timer at the core's next deadline (the connect's).
+        let next = locked.producer.poll_timeout().expect("a connect deadline");
+        locked.armed = Some(next);
+        // A flush makes the core step, but it has nothing to write and no earlier deadline.
+        locked.producer.flush(now);
+        assert!(!locked.producer.has_output());
+        assert!(
+            !locked.take_wake(),
+            "nothing for the driver before its timer"
+        );
+        // The same step with the driver's timer later, or unarmed, needs the driver.
+        for armed in [Some(next + Duration::from_secs(1)), None] {
+            locked.armed = armed;
+            locked.producer.flush(now);
+            assert!(locked.take_wake(), "armed at {armed:?}");
+        }
+    }
 
     #[test]
     fn record_timestamps_follow_the_monotonic_clock_between_wall_clock_reads() {

@@ -800,6 +800,11 @@ impl<T> Network<T> {
         conns.chain(retries).min()
     }
 
+    /// Whether a network action waits for the adapter.
+    pub fn has_transmit(&self) -> bool {
+        !self.transmits.is_empty()
+    }
+
     /// The next network action for the adapter.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.transmits.pop_front()
@@ -818,6 +823,11 @@ impl<T> Network<T> {
 macro_rules! network_io {
     ($ty:ty, $event:ty) => {
         impl $ty {
+            /// Whether [`poll_output`](Self::poll_output) has something (a pure query).
+            pub fn has_output(&self) -> bool {
+                self.net.has_transmit() || !self.events.is_empty()
+            }
+
             /// The next output: network actions first, then user events.
             pub fn poll_output(&mut self) -> Option<$crate::net::Output<$event>> {
                 if let Some(t) = self.net.poll_transmit() {
