@@ -7,6 +7,9 @@
 //! # Layers
 //! - [`frame::FrameDecoder`] splits a byte stream into size-prefixed frames ("need more" until whole).
 //! - [`header`] reads and writes request and response headers and whole frames.
+//!   [`encode_request_into`] with a splicing [`wire::Encoder`] leaves large byte fields (a
+//!   produce request's record batches) out of the frame, to be written from their own
+//!   buffers by a vectored write.
 //! - [`messages`] holds one module per message body, declared once in a table (see [`schema`]),
 //!   for every version from Kafka 4.0's minimum to Kafka 4.1's maximum ([`ApiKey::min_version`],
 //!   [`ApiKey::max_version`]).
