@@ -66,8 +66,9 @@ impl Encoder {
     }
 
     /// Drops everything written from `len` on (`len` as [`encoded_len`](Self::encoded_len)
-    /// counted it): undoes a failed encoding.
-    pub(crate) fn truncate(&mut self, len: usize) {
+    /// counted it, at a field's boundary): undoes a failed encoding. (It shadows
+    /// `BytesMut::truncate`, which would count only the bytes in the buffer.)
+    pub fn truncate(&mut self, len: usize) {
         while let Some((at, b)) = self.spliced.last() {
             if at + self.spliced_len - b.len() < len {
                 break;

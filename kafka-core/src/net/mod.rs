@@ -31,12 +31,12 @@ use crate::rng::Rng;
 use crate::time::Instant;
 pub use connection::Peer;
 use connection::{Connection, InFlight, State, Tag};
+pub use machine::{Machine, Output};
 
 /// Byte fields (record batches) this large are sent from their own buffers, in a
 /// [`Transmit::Send`] each, rather than copied into the request: smaller ones cost less to
 /// copy than a write of their own.
 const SPLICE_MIN: usize = 16 * 1024;
-pub use machine::{Machine, Output};
 
 /// A broker's node id.
 pub type NodeId = i32;
