@@ -66,17 +66,22 @@ impl Encoder {
     }
 
     /// Drops everything written from `len` on (`len` as [`encoded_len`](Self::encoded_len)
-    /// counted it, at a field's boundary): undoes a failed encoding. (It shadows
-    /// `BytesMut::truncate`, which would count only the bytes in the buffer.)
+    /// counts it): undoes a failed encoding. (It shadows `BytesMut::truncate`, which would
+    /// count only the bytes in the buffer.)
     pub fn truncate(&mut self, len: usize) {
-        while let Some((at, b)) = self.spliced.last() {
-            if at + self.spliced_len - b.len() < len {
+        while let Some((at, b)) = self.spliced.last_mut() {
+            let start = *at + self.spliced_len - b.len();
+            if start < len {
+                // A mark inside a spliced field keeps the field's head.
+                let cut = b.len().saturating_sub(len - start);
+                b.truncate(b.len() - cut);
+                self.spliced_len -= cut;
                 break;
             }
             self.spliced_len -= b.len();
             self.spliced.pop();
         }
-        self.buf.truncate(len - self.spliced_len);
+        self.buf.truncate(len.saturating_sub(self.spliced_len));
     }
 
     /// The written buffer, with no spliced field in it.
@@ -157,5 +162,16 @@ mod tests {
         let mut plain = Encoder::new(BytesMut::new());
         plain.put_shared(&Bytes::from_static(b"abcd"));
         assert_eq!(plain.into_parts(), [Bytes::from_static(b"abcd")]);
+    }
+
+    #[test]
+    fn truncating_inside_a_spliced_field_keeps_its_head() {
+        let mut e = Encoder::splicing(BytesMut::new(), 4);
+        e.put_u8(1);
+        e.put_shared(&Bytes::from_static(b"abcdef"));
+        e.put_u8(2);
+        e.truncate(4);
+        assert_eq!(e.encoded_len(), 4);
+        assert_eq!(e.into_parts().concat(), b"\x01abc");
     }
 }
