@@ -39,6 +39,9 @@ const WINDOW: usize = 100_000;
 /// The settings every producer gets (as each client spells them).
 pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
     let idempotent = if j.acks == "all" { "true" } else { "false" };
+    // ONE_CONNECTION runs on one connection, as librdkafka does: the same client, to show
+    // how much of the difference is the broker serving connections in parallel.
+    let connections = if j.client == ONE_CONNECTION { "1" } else { "3" };
     [
         ("bootstrap.servers", j.brokers.as_str()),
         ("acks", j.acks.as_str()),
@@ -49,12 +52,15 @@ pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
         ("enable.idempotence", idempotent),
         // A connection per partition of the topic (this project's setting, not Java's or
         // librdkafka's): the broker serves each connection's requests one at a time.
-        ("connections.per.broker", "3"),
+        ("connections.per.broker", connections),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect()
 }
+
+/// ours-tokio with `connections.per.broker=1`.
+pub const ONE_CONNECTION: &str = "ours-tokio-1conn";
 
 pub fn rdkafka_producer_config(j: &Job) -> Vec<(String, String)> {
     let idempotent = if j.acks == "all" { "true" } else { "false" };
@@ -79,7 +85,7 @@ pub fn rskafka_batch(size: usize) -> usize {
 
 pub fn run(j: &Job) -> Done {
     match (j.client.as_str(), j.role.as_str()) {
-        ("ours-tokio", "produce") => tokio_rt().block_on(ours_tokio_produce(j)),
+        ("ours-tokio" | ONE_CONNECTION, "produce") => tokio_rt().block_on(ours_tokio_produce(j)),
         ("ours-asyncstd", "produce") => smol::block_on(ours_asyncstd_produce(j)),
         ("ours-tokio", "consume") => tokio_rt().block_on(ours_tokio_consume(j)),
         ("rdkafka-base", "produce") => rdkafka_base_produce(j),

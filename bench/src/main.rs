@@ -3,7 +3,8 @@
 //! - `kafka-bench matrix [--records N] [--out docs/benchmarks.md]`: for each cell of the
 //!   matrix (record size × acks × compression), each producer in its own child process
 //!   against a freshly started Tansu of its own, in an order that rotates from cell to cell;
-//!   then both consumers read what rdkafka-base wrote, on its broker. CPU time and peak RSS come from `wait4`.
+//!   then both consumers read what rdkafka-base wrote, on its broker. CPU time and peak RSS come from `wait4`;
+//!   the broker's CPU time during each producer's run from `/proc`.
 //!   Then the open-loop latency at a fixed offered rate. Writes the report with its plot.
 //! - `kafka-bench child CLIENT ROLE BROKERS TOPIC COUNT SIZE ACKS COMPRESSION RATE`: one run,
 //!   one JSON line on stdout.
@@ -24,6 +25,8 @@ pub struct Measured {
     pub cpu_secs: f64,
     pub peak_rss_mb: f64,
     pub latency_us: Option<[u64; 3]>,
+    /// The broker's CPU seconds during the run (a producer's broker is its own).
+    pub broker_cpu_secs: Option<f64>,
 }
 
 impl Measured {
@@ -32,6 +35,13 @@ impl Measured {
     }
     pub fn cpu_per_million(&self) -> f64 {
         self.cpu_secs / (self.records as f64 / 1e6).max(1e-9)
+    }
+    pub fn broker_cpu_per_million(&self) -> Option<f64> {
+        Some(self.broker_cpu_secs? / (self.records as f64 / 1e6).max(1e-9))
+    }
+    /// The share of the machine's cores that the client and its broker kept busy.
+    pub fn machine_busy(&self, cores: usize) -> Option<f64> {
+        Some((self.cpu_secs + self.broker_cpu_secs?) / (self.secs.max(1e-9) * cores as f64))
     }
 }
 
@@ -46,8 +56,9 @@ pub struct Cell {
     pub consumers: Vec<Measured>,
 }
 
-pub const PRODUCERS: [&str; 5] = [
+pub const PRODUCERS: [&str; 6] = [
     "ours-tokio",
+    clients::ONE_CONNECTION,
     "ours-asyncstd",
     "rdkafka-base",
     "rdkafka-future",
@@ -104,8 +115,22 @@ fn child(a: &[String]) {
     );
 }
 
-/// Runs one child and measures it.
-fn measure(job: &Job) -> Measured {
+/// A process's user and system CPU seconds so far, from `/proc/PID/stat`.
+fn process_cpu_secs(pid: u32) -> f64 {
+    let stat =
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the broker's /proc stat");
+    // The fields after the command name (which may hold spaces) in its parentheses: utime and
+    // stime are the 14th and 15th of the whole line, in clock ticks.
+    let rest = &stat[stat.rfind(')').expect("stat has (comm)") + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: f64 = f[11].parse::<f64>().expect("utime") + f[12].parse::<f64>().expect("stime");
+    // SAFETY: sysconf only reads a configuration value.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// Runs one child and measures it, and the CPU time `broker_pid` spent meanwhile.
+fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
+    let broker_before = broker_pid.map(process_cpu_secs);
     let exe = std::env::current_exe().expect("own path");
     // Reaped below with wait4, which also gives its CPU time and peak RSS.
     #[allow(clippy::zombie_processes)]
@@ -134,6 +159,9 @@ fn measure(job: &Job) -> Measured {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
     assert_eq!(r, pid, "wait4");
+    let broker_cpu_secs = broker_pid
+        .zip(broker_before)
+        .map(|(b, t)| process_cpu_secs(b) - t);
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{} {} failed (status {status}); its output: {out}",
@@ -154,6 +182,7 @@ fn measure(job: &Job) -> Measured {
         cpu_secs: tv(ru.ru_utime) + tv(ru.ru_stime),
         peak_rss_mb: ru.ru_maxrss as f64 / 1024.0,
         latency_us: (job.rate > 0).then_some(lat),
+        broker_cpu_secs,
     }
 }
 
@@ -203,22 +232,26 @@ fn matrix(a: &[String]) {
                     let broker = tests::broker::Broker::start();
                     let topic = format!("bench-{client}");
                     broker.create_topic(&topic, 3);
-                    let m = measure(&Job {
-                        client: client.into(),
-                        role: "produce".into(),
-                        brokers: broker.addr.clone(),
-                        topic,
-                        count: n,
-                        size,
-                        acks: acks.into(),
-                        compression: compression.into(),
-                        rate: 0,
-                    });
+                    let m = measure(
+                        &Job {
+                            client: client.into(),
+                            role: "produce".into(),
+                            brokers: broker.addr.clone(),
+                            topic,
+                            count: n,
+                            size,
+                            acks: acks.into(),
+                            compression: compression.into(),
+                            rate: 0,
+                        },
+                        Some(broker.pid()),
+                    );
                     eprintln!(
-                        "    {client:>15}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS",
+                        "    {client:>16}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS, broker {:.2} CPU-s per 1M",
                         m.records_per_sec(),
                         m.cpu_per_million(),
-                        m.peak_rss_mb
+                        m.peak_rss_mb,
+                        m.broker_cpu_per_million().unwrap_or(0.0)
                     );
                     cell.producers.push(m);
                     if client == CONSUMED_TOPIC_PRODUCER {
@@ -229,19 +262,22 @@ fn matrix(a: &[String]) {
                 let mut order: Vec<&str> = CONSUMERS.to_vec();
                 order.rotate_left(k % CONSUMERS.len());
                 for client in order {
-                    let m = measure(&Job {
-                        client: client.into(),
-                        role: "consume".into(),
-                        brokers: broker.addr.clone(),
-                        topic: format!("bench-{CONSUMED_TOPIC_PRODUCER}"),
-                        count: n,
-                        size,
-                        acks: acks.into(),
-                        compression: compression.into(),
-                        rate: 0,
-                    });
+                    let m = measure(
+                        &Job {
+                            client: client.into(),
+                            role: "consume".into(),
+                            brokers: broker.addr.clone(),
+                            topic: format!("bench-{CONSUMED_TOPIC_PRODUCER}"),
+                            count: n,
+                            size,
+                            acks: acks.into(),
+                            compression: compression.into(),
+                            rate: 0,
+                        },
+                        None,
+                    );
                     eprintln!(
-                        "    {client:>15} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
+                        "    {client:>16} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
                         m.records_per_sec(),
                         m.cpu_per_million()
                     );
@@ -258,18 +294,21 @@ fn matrix(a: &[String]) {
     for client in ["ours-tokio", "rdkafka-base"] {
         let broker = tests::broker::Broker::start();
         broker.create_topic("latency", 3);
-        let m = measure(&Job {
-            client: client.into(),
-            role: "produce".into(),
-            brokers: broker.addr.clone(),
-            topic: "latency".into(),
-            count: rate * latency_secs,
-            size: 100,
-            acks: "1".into(),
-            compression: "none".into(),
-            rate,
-        });
-        eprintln!("    {client:>15}: p50/p99/p99.9 {:?} µs", m.latency_us);
+        let m = measure(
+            &Job {
+                client: client.into(),
+                role: "produce".into(),
+                brokers: broker.addr.clone(),
+                topic: "latency".into(),
+                count: rate * latency_secs,
+                size: 100,
+                acks: "1".into(),
+                compression: "none".into(),
+                rate,
+            },
+            None,
+        );
+        eprintln!("    {client:>16}: p50/p99/p99.9 {:?} µs", m.latency_us);
         latency.push(m);
     }
     // The commit measured, with a mark when the tree had changes.

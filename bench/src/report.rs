@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use crate::clients::{ours_producer_config, rdkafka_producer_config, rskafka_batch, Job};
+use crate::clients::{
+    ours_producer_config, rdkafka_producer_config, rskafka_batch, Job, ONE_CONNECTION,
+};
 use crate::{Cell, Measured};
 
 fn find<'a>(ms: &'a [Measured], client: &str) -> Option<&'a Measured> {
@@ -91,24 +93,27 @@ pub fn markdown(
             cons
         );
     }
+    limits(&mut s, cells);
     let _ = writeln!(s, "\n## Every figure\n");
     let _ = writeln!(
         s,
-        "| cell | client | records/s | MB/s | CPU-s per 1M records | peak RSS (MB) |"
+        "| cell | client | records/s | MB/s | CPU-s per 1M records | peak RSS (MB) | broker CPU-s per 1M records |"
     );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|");
     for c in cells {
         for (role, ms) in [("produce", &c.producers), ("consume", &c.consumers)] {
             for m in ms.iter() {
                 let _ = writeln!(
                     s,
-                    "| {} | {} ({role}) | {:.0} | {:.1} | {:.2} | {:.0} |",
+                    "| {} | {} ({role}) | {:.0} | {:.1} | {:.2} | {:.0} | {} |",
                     label(c),
                     m.client,
                     m.records_per_sec(),
                     m.records_per_sec() * c.size as f64 / 1e6,
                     m.cpu_per_million(),
-                    m.peak_rss_mb
+                    m.peak_rss_mb,
+                    m.broker_cpu_per_million()
+                        .map_or("-".into(), |b| format!("{b:.2}"))
                 );
             }
         }
@@ -170,6 +175,12 @@ pub fn markdown(
     );
     let _ = writeln!(
         s,
+        "- **{ONE_CONNECTION}**: ours-tokio with `connections.per.broker=1`, producing over one \
+         connection as librdkafka does; it is measured only to show what limits the records/s \
+         ratio (above), and is not one of the compared clients."
+    );
+    let _ = writeln!(
+        s,
         "- **rdkafka-base, rdkafka-future** (`rdkafka` 0.39, librdkafka 2.12): {}; idempotence \
          as ours. BaseProducer polls for delivery reports after each send (and on QueueFull); \
          FutureProducer keeps up to 100,000 futures.",
@@ -191,6 +202,58 @@ pub fn markdown(
          broker)."
     );
     s
+}
+
+/// What bounds the records/s ratio in each cell: the broker's pace on one connection, what
+/// more connections buy, and how busy the machine was.
+fn limits(s: &mut String, cells: &[Cell]) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let _ = writeln!(s, "\n## What limits records/s\n");
+    let _ = writeln!(
+        s,
+        "Tansu reads a connection's next request only once it has answered the one before (as \
+         `strace` of the broker shows), so a client on one connection gets at most one of the \
+         broker's cores, and the broker's CPU per record is a property of the broker. \
+         {ONE_CONNECTION} is ours-tokio on one connection, as librdkafka produces. Where the \
+         broker's CPU per record is alike for both clients and {ONE_CONNECTION} is about as \
+         fast as rdkafka-base, the broker sets the pace, and the records/s ratio is what spreading \
+         the partitions over connections buys on this machine's {cores} cores. \"Machine busy\" \
+         is the client's and its broker's CPU seconds over the run's wall time times {cores} \
+         cores.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| cell | rdkafka-base records/s | {ONE_CONNECTION} ÷ rdkafka-base | ours-tokio ÷ {ONE_CONNECTION} | broker CPU-s per 1M: rdkafka-base, ours-tokio | machine busy: rdkafka-base, ours-tokio |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|");
+    for c in cells {
+        let (Some(r), Some(one), Some(ours)) = (
+            find(&c.producers, "rdkafka-base"),
+            find(&c.producers, ONE_CONNECTION),
+            find(&c.producers, "ours-tokio"),
+        ) else {
+            continue;
+        };
+        let pair = |a: Option<f64>, b: Option<f64>, pct: bool| match (a, b) {
+            (Some(a), Some(b)) if pct => format!("{:.0}%, {:.0}%", a * 100.0, b * 100.0),
+            (Some(a), Some(b)) => format!("{a:.2}, {b:.2}"),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {:.0} | {:.2}× | {:.2}× | {} | {} |",
+            label(c),
+            r.records_per_sec(),
+            one.records_per_sec() / r.records_per_sec(),
+            ours.records_per_sec() / one.records_per_sec(),
+            pair(
+                r.broker_cpu_per_million(),
+                ours.broker_cpu_per_million(),
+                false
+            ),
+            pair(r.machine_busy(cores), ours.machine_busy(cores), true),
+        );
+    }
 }
 
 /// A bar chart of ours-tokio's records/s and CPU-per-record ratios against BaseProducer.

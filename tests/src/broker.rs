@@ -49,6 +49,11 @@ impl Broker {
         Broker { child, bin, addr }
     }
 
+    /// The broker's process id (the benchmarks read its CPU time from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the broker (as a crash would: no clean shutdown).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
