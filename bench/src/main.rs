@@ -1,8 +1,9 @@
 //! Benchmarks side by side with librdkafka and rskafka, in one run on the same broker.
 //!
-//! - `kafka-bench matrix [--records N] [--out docs/benchmarks.md]`: for each cell of the
-//!   matrix (record size × acks × compression), each producer in its own child process
-//!   against a freshly started Tansu of its own, in an order that rotates from cell to cell;
+//! - `kafka-bench matrix [--records N] [--rounds R] [--out docs/benchmarks.md]`: for each cell
+//!   of the matrix (record size × acks × compression), R rounds (3 unless told) of each
+//!   producer in its own child process against a freshly started Tansu of its own, in an order
+//!   that rotates from cell to cell and round to round; the report gives each figure's median;
 //!   then both consumers read what rdkafka-base wrote, on its broker. CPU time and peak RSS come from `wait4`;
 //!   the broker's CPU time during each producer's run from `/proc`.
 //!   Then the open-loop latency at a fixed offered rate. Writes the report with its plot.
@@ -27,6 +28,10 @@ pub struct Measured {
     pub latency_us: Option<[u64; 3]>,
     /// The broker's CPU seconds during the run (a producer's broker is its own).
     pub broker_cpu_secs: Option<f64>,
+    /// How many runs these figures are the median of (1: a single run).
+    pub rounds: usize,
+    /// The slowest and fastest of those runs, in records/s.
+    pub records_per_sec_range: (f64, f64),
 }
 
 impl Measured {
@@ -74,7 +79,9 @@ fn main() {
         Some("child") => child(&args[1..]),
         Some("matrix") => matrix(&args[1..]),
         _ => {
-            eprintln!("usage: kafka-bench matrix [--records N] [--out FILE] | child ...");
+            eprintln!(
+                "usage: kafka-bench matrix [--records N] [--rounds R] [--out FILE] | child ..."
+            );
             std::process::exit(2);
         }
     }
@@ -183,6 +190,39 @@ fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
         peak_rss_mb: ru.ru_maxrss as f64 / 1024.0,
         latency_us: (job.rate > 0).then_some(lat),
         broker_cpu_secs,
+        rounds: 1,
+        records_per_sec_range: (0.0, 0.0),
+    }
+}
+
+/// A client's figures over a cell's rounds: the median of each (of an even count, the mean of
+/// the middle two) and the largest peak RSS, with the range of records/s.
+fn median(runs: &[Measured]) -> Measured {
+    fn mid(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+    let first = runs.first().expect("at least one round");
+    let rates: Vec<f64> = runs.iter().map(Measured::records_per_sec).collect();
+    let brokers: Option<Vec<f64>> = runs.iter().map(|m| m.broker_cpu_secs).collect();
+    Measured {
+        client: first.client.clone(),
+        records: first.records,
+        secs: mid(runs.iter().map(|m| m.secs).collect()),
+        cpu_secs: mid(runs.iter().map(|m| m.cpu_secs).collect()),
+        peak_rss_mb: runs.iter().map(|m| m.peak_rss_mb).fold(0.0, f64::max),
+        latency_us: first.latency_us,
+        broker_cpu_secs: brokers.map(mid),
+        rounds: runs.len(),
+        records_per_sec_range: (
+            rates.iter().copied().fold(f64::INFINITY, f64::min),
+            rates.iter().copied().fold(0.0, f64::max),
+        ),
     }
 }
 
@@ -197,6 +237,8 @@ fn matrix(a: &[String]) {
     let out = flag(a, "--out").unwrap_or_else(|| "docs/benchmarks.md".into());
     let rate: u64 = flag(a, "--rate").map_or(100_000, |v| v.parse().expect("--rate N"));
     let latency_secs: u64 = flag(a, "--latency-secs").map_or(20, |v| v.parse().expect("secs"));
+    let rounds: usize = flag(a, "--rounds").map_or(3, |v| v.parse().expect("--rounds N"));
+    assert!(rounds >= 1, "--rounds takes 1 or more");
     let sizes: Vec<usize> = flag(a, "--sizes").map_or(vec![10, 100, 1024, 10240], |v| {
         v.split(',').map(|s| s.parse().expect("sizes")).collect()
     });
@@ -212,78 +254,87 @@ fn matrix(a: &[String]) {
                 eprintln!(
                     "[{k}/{total}] {size} B, acks={acks}, {compression}: {n} records per client"
                 );
-                let mut cell = Cell {
+                // Every client's rounds, in the order of PRODUCERS and CONSUMERS.
+                let mut produced: Vec<Vec<Measured>> = vec![Vec::new(); PRODUCERS.len()];
+                let mut consumed_runs: Vec<Vec<Measured>> = vec![Vec::new(); CONSUMERS.len()];
+                for round in 0..rounds {
+                    if rounds > 1 {
+                        eprintln!("  round {}/{rounds}", round + 1);
+                    }
+                    // Alternate: each cell and round starts with a different client.
+                    let mut order: Vec<usize> = (0..PRODUCERS.len()).collect();
+                    order.rotate_left((k + round) % PRODUCERS.len());
+                    // Each producer gets a broker of its own, freshly started: Tansu keeps
+                    // everything in memory, and a broker still holding (or freeing) another
+                    // client's 2 GiB would not be the same broker. The consumers then read what
+                    // rdkafka-base wrote, on its broker.
+                    let mut consumed = None;
+                    for i in order {
+                        let client = PRODUCERS[i];
+                        let broker = tests::broker::Broker::start();
+                        let topic = format!("bench-{client}");
+                        broker.create_topic(&topic, 3);
+                        let m = measure(
+                            &Job {
+                                client: client.into(),
+                                role: "produce".into(),
+                                brokers: broker.addr.clone(),
+                                topic,
+                                count: n,
+                                size,
+                                acks: acks.into(),
+                                compression: compression.into(),
+                                rate: 0,
+                            },
+                            Some(broker.pid()),
+                        );
+                        eprintln!(
+                            "    {client:>16}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS, broker {:.2} CPU-s per 1M",
+                            m.records_per_sec(),
+                            m.cpu_per_million(),
+                            m.peak_rss_mb,
+                            m.broker_cpu_per_million().unwrap_or(0.0)
+                        );
+                        produced[i].push(m);
+                        if client == CONSUMED_TOPIC_PRODUCER {
+                            consumed = Some(broker);
+                        }
+                    }
+                    let broker = consumed.expect("rdkafka-base is among the producers");
+                    let mut order: Vec<usize> = (0..CONSUMERS.len()).collect();
+                    order.rotate_left((k + round) % CONSUMERS.len());
+                    for i in order {
+                        let client = CONSUMERS[i];
+                        let m = measure(
+                            &Job {
+                                client: client.into(),
+                                role: "consume".into(),
+                                brokers: broker.addr.clone(),
+                                topic: format!("bench-{CONSUMED_TOPIC_PRODUCER}"),
+                                count: n,
+                                size,
+                                acks: acks.into(),
+                                compression: compression.into(),
+                                rate: 0,
+                            },
+                            None,
+                        );
+                        eprintln!(
+                            "    {client:>16} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
+                            m.records_per_sec(),
+                            m.cpu_per_million()
+                        );
+                        consumed_runs[i].push(m);
+                    }
+                }
+                let cell = Cell {
                     size,
                     acks,
                     compression,
                     records: n,
-                    producers: Vec::new(),
-                    consumers: Vec::new(),
+                    producers: produced.iter().map(|r| median(r)).collect(),
+                    consumers: consumed_runs.iter().map(|r| median(r)).collect(),
                 };
-                // Alternate: each cell starts with a different client.
-                let mut order: Vec<&str> = PRODUCERS.to_vec();
-                order.rotate_left(k % PRODUCERS.len());
-                // Each producer gets a broker of its own, freshly started: Tansu keeps
-                // everything in memory, and a broker still holding (or freeing) another
-                // client's 2 GiB would not be the same broker. The consumers then read what
-                // rdkafka-base wrote, on its broker.
-                let mut consumed = None;
-                for client in order {
-                    let broker = tests::broker::Broker::start();
-                    let topic = format!("bench-{client}");
-                    broker.create_topic(&topic, 3);
-                    let m = measure(
-                        &Job {
-                            client: client.into(),
-                            role: "produce".into(),
-                            brokers: broker.addr.clone(),
-                            topic,
-                            count: n,
-                            size,
-                            acks: acks.into(),
-                            compression: compression.into(),
-                            rate: 0,
-                        },
-                        Some(broker.pid()),
-                    );
-                    eprintln!(
-                        "    {client:>16}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS, broker {:.2} CPU-s per 1M",
-                        m.records_per_sec(),
-                        m.cpu_per_million(),
-                        m.peak_rss_mb,
-                        m.broker_cpu_per_million().unwrap_or(0.0)
-                    );
-                    cell.producers.push(m);
-                    if client == CONSUMED_TOPIC_PRODUCER {
-                        consumed = Some(broker);
-                    }
-                }
-                let broker = consumed.expect("rdkafka-base is among the producers");
-                let mut order: Vec<&str> = CONSUMERS.to_vec();
-                order.rotate_left(k % CONSUMERS.len());
-                for client in order {
-                    let m = measure(
-                        &Job {
-                            client: client.into(),
-                            role: "consume".into(),
-                            brokers: broker.addr.clone(),
-                            topic: format!("bench-{CONSUMED_TOPIC_PRODUCER}"),
-                            count: n,
-                            size,
-                            acks: acks.into(),
-                            compression: compression.into(),
-                            rate: 0,
-                        },
-                        None,
-                    );
-                    eprintln!(
-                        "    {client:>16} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
-                        m.records_per_sec(),
-                        m.cpu_per_million()
-                    );
-                    cell.consumers.push(m);
-                }
-                drop(broker);
                 cells.push(cell);
             }
         }
@@ -323,7 +374,7 @@ fn matrix(a: &[String]) {
     if !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
         commit.push_str(" (with uncommitted changes)");
     }
-    let md = report::markdown(&cells, &latency, rate, records, &commit);
+    let md = report::markdown(&cells, &latency, rate, records, rounds, &commit);
     std::fs::write(&out, md).expect("write the report");
     let svg_path = std::path::Path::new(&out).with_extension("svg");
     std::fs::write(&svg_path, report::svg(&cells)).expect("write the plot");
