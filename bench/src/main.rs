@@ -28,8 +28,6 @@ pub struct Measured {
     pub latency_us: Option<[u64; 3]>,
     /// The broker's CPU seconds during the run (a producer's broker is its own).
     pub broker_cpu_secs: Option<f64>,
-    /// How many runs these figures are the median of (1: a single run).
-    pub rounds: usize,
     /// The slowest and fastest of those runs, in records/s.
     pub records_per_sec_range: (f64, f64),
 }
@@ -190,7 +188,6 @@ fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
         peak_rss_mb: ru.ru_maxrss as f64 / 1024.0,
         latency_us: (job.rate > 0).then_some(lat),
         broker_cpu_secs,
-        rounds: 1,
         records_per_sec_range: (0.0, 0.0),
     }
 }
@@ -218,7 +215,6 @@ fn median(runs: &[Measured]) -> Measured {
         peak_rss_mb: runs.iter().map(|m| m.peak_rss_mb).fold(0.0, f64::max),
         latency_us: first.latency_us,
         broker_cpu_secs: brokers.map(mid),
-        rounds: runs.len(),
         records_per_sec_range: (
             rates.iter().copied().fold(f64::INFINITY, f64::min),
             rates.iter().copied().fold(0.0, f64::max),

@@ -219,13 +219,13 @@ fn limits(s: &mut String, cells: &[Cell]) {
         s,
         "Tansu reads a connection's next request only once it has answered the one before (as \
          `strace` of the broker shows), so a client on one connection gets at most one of the \
-         broker's cores, and the broker's CPU per record is a property of the broker. \
-         {ONE_CONNECTION} is ours-tokio on one connection, as librdkafka produces. Where the \
-         broker's CPU per record is alike for both clients and {ONE_CONNECTION} is about as \
-         fast as rdkafka-base, the broker sets the pace, and the records/s ratio is what spreading \
-         the partitions over connections buys on this machine's {cores} cores. \"Machine busy\" \
-         is the client's and its broker's CPU seconds over the run's wall time times {cores} \
-         cores.\n"
+         broker's cores. {ONE_CONNECTION} is ours-tokio on one connection, as librdkafka \
+         produces. Where {ONE_CONNECTION} is about as fast as rdkafka-base and the broker \
+         spends about as much CPU per record on each, the broker sets the pace, and the records/s \
+         ratio is what spreading the partitions over connections buys on this machine's {cores} \
+         cores. The broker's CPU is all its process used during the run, waiting included. \
+         \"Machine busy\" is the client's and its broker's CPU seconds over the run's wall time \
+         times {cores} cores.\n"
     );
     let _ = writeln!(
         s,
