@@ -180,7 +180,7 @@ fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
         v["p99_us"].as_u64().unwrap_or(0),
         v["p999_us"].as_u64().unwrap_or(0),
     ];
-    Measured {
+    let mut m = Measured {
         client: job.client.clone(),
         records: v["records"].as_u64().unwrap_or(0),
         secs: v["secs"].as_f64().unwrap_or(0.0),
@@ -189,7 +189,10 @@ fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
         latency_us: (job.rate > 0).then_some(lat),
         broker_cpu_secs,
         records_per_sec_range: (0.0, 0.0),
-    }
+    };
+    // One run is its own slowest and fastest.
+    m.records_per_sec_range = (m.records_per_sec(), m.records_per_sec());
+    m
 }
 
 /// A client's figures over a cell's rounds: the median of each (of an even count, the mean of
@@ -222,6 +225,99 @@ fn median(runs: &[Measured]) -> Measured {
     }
 }
 
+/// One cell of the matrix: `rounds` rounds of every producer, each on a broker of its own, then
+/// of both consumers; `k` (the cell's number) and the round rotate the order of clients.
+fn run_cell(
+    size: usize,
+    acks: &'static str,
+    compression: &'static str,
+    n: u64,
+    k: usize,
+    rounds: usize,
+) -> Cell {
+    // Every client's rounds, in the order of PRODUCERS and CONSUMERS.
+    let mut produced: Vec<Vec<Measured>> = vec![Vec::new(); PRODUCERS.len()];
+    let mut consumed_runs: Vec<Vec<Measured>> = vec![Vec::new(); CONSUMERS.len()];
+    for round in 0..rounds {
+        if rounds > 1 {
+            eprintln!("  round {}/{rounds}", round + 1);
+        }
+        // Alternate: each cell and round starts with a different client.
+        let mut order: Vec<usize> = (0..PRODUCERS.len()).collect();
+        order.rotate_left((k + round) % PRODUCERS.len());
+        // Each producer gets a broker of its own, freshly started: Tansu keeps
+        // everything in memory, and a broker still holding (or freeing) another
+        // client's 2 GiB would not be the same broker. The consumers then read what
+        // rdkafka-base wrote, on its broker.
+        let mut consumed = None;
+        for i in order {
+            let client = PRODUCERS[i];
+            let broker = tests::broker::Broker::start();
+            let topic = format!("bench-{client}");
+            broker.create_topic(&topic, 3);
+            let m = measure(
+                &Job {
+                    client: client.into(),
+                    role: "produce".into(),
+                    brokers: broker.addr.clone(),
+                    topic,
+                    count: n,
+                    size,
+                    acks: acks.into(),
+                    compression: compression.into(),
+                    rate: 0,
+                },
+                Some(broker.pid()),
+            );
+            eprintln!(
+                    "    {client:>16}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS, broker {:.2} CPU-s per 1M",
+                    m.records_per_sec(),
+                    m.cpu_per_million(),
+                    m.peak_rss_mb,
+                    m.broker_cpu_per_million().unwrap_or(0.0)
+                );
+            produced[i].push(m);
+            if client == CONSUMED_TOPIC_PRODUCER {
+                consumed = Some(broker);
+            }
+        }
+        let broker = consumed.expect("rdkafka-base is among the producers");
+        let mut order: Vec<usize> = (0..CONSUMERS.len()).collect();
+        order.rotate_left((k + round) % CONSUMERS.len());
+        for i in order {
+            let client = CONSUMERS[i];
+            let m = measure(
+                &Job {
+                    client: client.into(),
+                    role: "consume".into(),
+                    brokers: broker.addr.clone(),
+                    topic: format!("bench-{CONSUMED_TOPIC_PRODUCER}"),
+                    count: n,
+                    size,
+                    acks: acks.into(),
+                    compression: compression.into(),
+                    rate: 0,
+                },
+                None,
+            );
+            eprintln!(
+                "    {client:>16} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
+                m.records_per_sec(),
+                m.cpu_per_million()
+            );
+            consumed_runs[i].push(m);
+        }
+    }
+    Cell {
+        size,
+        acks,
+        compression,
+        records: n,
+        producers: produced.iter().map(|r| median(r)).collect(),
+        consumers: consumed_runs.iter().map(|r| median(r)).collect(),
+    }
+}
+
 fn flag(a: &[String], name: &str) -> Option<String> {
     a.iter()
         .position(|x| x == name)
@@ -250,88 +346,7 @@ fn matrix(a: &[String]) {
                 eprintln!(
                     "[{k}/{total}] {size} B, acks={acks}, {compression}: {n} records per client"
                 );
-                // Every client's rounds, in the order of PRODUCERS and CONSUMERS.
-                let mut produced: Vec<Vec<Measured>> = vec![Vec::new(); PRODUCERS.len()];
-                let mut consumed_runs: Vec<Vec<Measured>> = vec![Vec::new(); CONSUMERS.len()];
-                for round in 0..rounds {
-                    if rounds > 1 {
-                        eprintln!("  round {}/{rounds}", round + 1);
-                    }
-                    // Alternate: each cell and round starts with a different client.
-                    let mut order: Vec<usize> = (0..PRODUCERS.len()).collect();
-                    order.rotate_left((k + round) % PRODUCERS.len());
-                    // Each producer gets a broker of its own, freshly started: Tansu keeps
-                    // everything in memory, and a broker still holding (or freeing) another
-                    // client's 2 GiB would not be the same broker. The consumers then read what
-                    // rdkafka-base wrote, on its broker.
-                    let mut consumed = None;
-                    for i in order {
-                        let client = PRODUCERS[i];
-                        let broker = tests::broker::Broker::start();
-                        let topic = format!("bench-{client}");
-                        broker.create_topic(&topic, 3);
-                        let m = measure(
-                            &Job {
-                                client: client.into(),
-                                role: "produce".into(),
-                                brokers: broker.addr.clone(),
-                                topic,
-                                count: n,
-                                size,
-                                acks: acks.into(),
-                                compression: compression.into(),
-                                rate: 0,
-                            },
-                            Some(broker.pid()),
-                        );
-                        eprintln!(
-                            "    {client:>16}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS, broker {:.2} CPU-s per 1M",
-                            m.records_per_sec(),
-                            m.cpu_per_million(),
-                            m.peak_rss_mb,
-                            m.broker_cpu_per_million().unwrap_or(0.0)
-                        );
-                        produced[i].push(m);
-                        if client == CONSUMED_TOPIC_PRODUCER {
-                            consumed = Some(broker);
-                        }
-                    }
-                    let broker = consumed.expect("rdkafka-base is among the producers");
-                    let mut order: Vec<usize> = (0..CONSUMERS.len()).collect();
-                    order.rotate_left((k + round) % CONSUMERS.len());
-                    for i in order {
-                        let client = CONSUMERS[i];
-                        let m = measure(
-                            &Job {
-                                client: client.into(),
-                                role: "consume".into(),
-                                brokers: broker.addr.clone(),
-                                topic: format!("bench-{CONSUMED_TOPIC_PRODUCER}"),
-                                count: n,
-                                size,
-                                acks: acks.into(),
-                                compression: compression.into(),
-                                rate: 0,
-                            },
-                            None,
-                        );
-                        eprintln!(
-                            "    {client:>16} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
-                            m.records_per_sec(),
-                            m.cpu_per_million()
-                        );
-                        consumed_runs[i].push(m);
-                    }
-                }
-                let cell = Cell {
-                    size,
-                    acks,
-                    compression,
-                    records: n,
-                    producers: produced.iter().map(|r| median(r)).collect(),
-                    consumers: consumed_runs.iter().map(|r| median(r)).collect(),
-                };
-                cells.push(cell);
+                cells.push(run_cell(size, acks, compression, n, k, rounds));
             }
         }
     }
