@@ -20,8 +20,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::time::Instant;
-
 pub use kafka_driver::*;
 
 /// The async-io runtime binding (the reactor under async-std and smol).
@@ -65,11 +63,11 @@ impl Runtime for AsyncIo {
     }
 
     fn timer(at: Instant) -> Timer {
-        Timer(async_io::Timer::at(at))
+        Timer(async_io::Timer::at(os_clock::to_std(at)))
     }
 
     fn reset(timer: &mut Timer, at: Instant) {
-        timer.0.set_at(at);
+        timer.0.set_at(os_clock::to_std(at));
     }
 }
 

@@ -52,7 +52,9 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
     let mut consumer = Consumer::new(cfg);
     let mut open: BTreeSet<i32> = BTreeSet::new();
     if a.group.is_some() {
-        consumer.subscribe([a.topic.clone()]);
+        consumer
+            .subscribe([a.topic.clone()])
+            .map_err(|e| e.to_string())?;
     } else {
         consumer.assign(partitions.iter().map(|p| (a.topic.as_str(), *p)), start);
         open = partitions.into_iter().collect();
@@ -140,7 +142,9 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
     let start = std::time::Instant::now();
     let mut consumer = Consumer::new(cfg);
     match &a.group {
-        Some(_) => consumer.subscribe([a.topic.clone()]),
+        Some(_) => consumer
+            .subscribe([a.topic.clone()])
+            .map_err(|e| e.to_string())?,
         None => consumer.assign(
             topic
                 .partitions

@@ -163,7 +163,7 @@ fn the_connection_pattern_and_heartbeats_during_a_long_poll() {
     assert_eq!(h.f.poll_timeout(), None);
 
     let start = h.now;
-    h.f.subscribe(vec!["t".into()], start);
+    h.f.subscribe(vec!["t".into()], start).unwrap();
     h.advance_to(start + Duration::from_secs(10));
     assert_eq!(h.connects.len(), 2, "bootstrap, then the coordinator's own");
     let (boot, coord) = (h.connects[0], h.connects[1]);
@@ -239,7 +239,7 @@ fn a_new_member_resumes_from_the_committed_offsets() {
     let cluster = SingleBroker::new("broker", 9092, 1);
     produce(&cluster, 50);
     let mut h = Harness::new(&cluster, "resume");
-    h.f.subscribe(vec!["t".into()], h.now);
+    h.f.subscribe(vec!["t".into()], h.now).unwrap();
     h.advance_to(Instant::from_millis(3000));
     assert_eq!(h.values().len(), 50, "from earliest: nothing committed yet");
     // The application took the first 30, written in leader epoch 0.
@@ -260,7 +260,7 @@ fn a_new_member_resumes_from_the_committed_offsets() {
     assert_eq!(cluster.group_requests("LeaveGroup"), 1);
 
     let mut h2 = Harness::new(&cluster, "resume");
-    h2.f.subscribe(vec!["t".into()], Instant::ZERO);
+    h2.f.subscribe(vec!["t".into()], Instant::ZERO).unwrap();
     h2.advance_to(Instant::from_millis(3000));
     let got = h2.values();
     assert_eq!(
@@ -295,7 +295,7 @@ fn a_stalled_application_leaves_and_its_next_poll_rejoins() {
             ("fetch.max.wait.ms", "500"),
         ],
     );
-    h.f.subscribe(vec!["t".into()], h.now);
+    h.f.subscribe(vec!["t".into()], h.now).unwrap();
     h.advance_to(Instant::from_millis(1000));
     assert_eq!(h.values().len(), 20);
     h.f.consumed("t", 0, 20, 0);
@@ -342,7 +342,7 @@ fn a_static_member_commits_but_does_not_leave() {
     let cluster = SingleBroker::new("broker", 9092, 1);
     produce(&cluster, 10);
     let mut h = Harness::with(&cluster, "static", &[("group.instance.id", "i-1")]);
-    h.f.subscribe(vec!["t".into()], h.now);
+    h.f.subscribe(vec!["t".into()], h.now).unwrap();
     h.advance_to(Instant::from_millis(2000));
     assert_eq!(h.values().len(), 10);
     let joins: Vec<Option<String>> = h

@@ -444,6 +444,9 @@ fn an_application_that_stops_polling_leaves_and_rejoins_when_it_polls_again() {
     join(&mut m, "range", &[tp("t", 0)]);
     let mut now = 500;
     loop {
+        // A driver calls handle_timeout at poll_timeout: the poll deadline is one of them.
+        assert!(m.poll_timeout().is_some_and(|t| t <= ms(10_001)));
+        m.handle_timeout(ms(now));
         let (_, r) = request(&mut m, ms(now));
         match r {
             GroupRequest::Heartbeat(_) => m.handle_response(heartbeat(None), ms(now)),

@@ -48,7 +48,7 @@ impl<R: Runtime> Admin<R> {
             replies: BTreeMap::new(),
             finished: false,
         };
-        R::spawn(driver::run::<R, _>(session, rx, std::time::Instant::now()));
+        R::spawn(driver::run::<R, _>(session, rx));
         Admin {
             commands: tx,
             _runtime: PhantomData,

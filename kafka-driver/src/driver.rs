@@ -51,6 +51,10 @@ pub(crate) trait Session: Send + 'static {
     fn next_timeout(&mut self) -> Option<Instant> {
         self.with_core(|c| c.poll_timeout())
     }
+    /// Called at the start of every round of the driver, before timeouts: a session may
+    /// carry in what its handles share with it without a command (the consumer's evidence
+    /// that the application polls).
+    fn refresh(&mut self, _now: Instant) {}
     /// Every user handle is gone.
     fn detached(&mut self, now: Instant);
     /// Whether the driver may stop.
@@ -76,7 +80,6 @@ struct Driver<R: Runtime, S: Session> {
     session: S,
     commands: mpsc::UnboundedReceiver<S::Command>,
     detached: bool,
-    start: std::time::Instant,
     conns: BTreeMap<ConnId, Conn<R>>,
     connecting: FuturesUnordered<ConnectTask<R>>,
     read_buf: Box<[u8]>,
@@ -88,22 +91,15 @@ struct Driver<R: Runtime, S: Session> {
     closing: Vec<(Conn<R>, Instant)>,
 }
 
-/// The core's clock: the time since `start`, the driver's origin.
-pub(crate) fn core_time(start: std::time::Instant) -> Instant {
-    Instant::from_nanos(start.elapsed().as_nanos() as u64)
-}
-
-/// Runs a session until it is finished. The core's clock counts from `start`.
+/// Runs a session until it is finished, on the runtime's clock.
 pub(crate) async fn run<R: Runtime, S: Session>(
     session: S,
     commands: mpsc::UnboundedReceiver<S::Command>,
-    start: std::time::Instant,
 ) {
     let mut d = Driver::<R, S> {
         session,
         commands,
         detached: false,
-        start,
         conns: BTreeMap::new(),
         connecting: FuturesUnordered::new(),
         read_buf: vec![0; 256 * 1024].into_boxed_slice(),
@@ -131,12 +127,13 @@ impl<R: Runtime> Future for ConnectTask<R> {
 
 impl<R: Runtime, S: Session> Driver<R, S> {
     fn now(&self) -> Instant {
-        core_time(self.start)
+        R::now()
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         for _ in 0..ROUNDS_PER_POLL {
             let now = self.now();
+            self.session.refresh(now);
             let mut progress = self.poll_commands(cx, now);
             progress |= self.poll_connects(cx, now);
             progress |= self.poll_reads(cx, now);
@@ -181,10 +178,11 @@ impl<R: Runtime, S: Session> Driver<R, S> {
             self.closing.clear();
             return Poll::Ready(());
         }
-        let at = self.start + Duration::from_nanos(deadline.as_nanos());
-        let timer = self.timer.get_or_insert_with(|| (R::timer(at), deadline));
+        let timer = self
+            .timer
+            .get_or_insert_with(|| (R::timer(deadline), deadline));
         if timer.1 != deadline {
-            R::reset(&mut timer.0, at);
+            R::reset(&mut timer.0, deadline);
             timer.1 = deadline;
         }
         if timer.0.poll_unpin(cx).is_ready() {
@@ -303,12 +301,28 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                         if !c.queue.is_empty() {
                             self.closing.push((c, now + FINISH_WRITES));
                         }
+                    } else {
+                        self.abandon_connect(conn);
                     }
                 }
                 Output::Event(ev) => self.session.event(ev, now),
             }
         }
         progress
+    }
+
+    /// The core gave up on a connection still connecting (its setup timed out, or it is no
+    /// longer wanted): the attempt is dropped, and with it any socket it opened, so that a
+    /// connect that succeeds later leaves nothing open.
+    fn abandon_connect(&mut self, conn: ConnId) {
+        if !self.connecting.iter().any(|t| t.conn == conn) {
+            return;
+        }
+        for task in std::mem::take(&mut self.connecting) {
+            if task.conn != conn {
+                self.connecting.push(task);
+            }
+        }
     }
 
     fn poll_writes(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
@@ -340,14 +354,13 @@ impl<R: Runtime, S: Session> Driver<R, S> {
             self.timer = None;
             return false;
         };
-        let at = self.start + Duration::from_nanos(next.as_nanos());
         match &mut self.timer {
             Some((_, armed)) if *armed == next => {}
             Some((t, armed)) => {
-                R::reset(t, at);
+                R::reset(t, next);
                 *armed = next;
             }
-            None => self.timer = Some((R::timer(at), next)),
+            None => self.timer = Some((R::timer(next), next)),
         }
         let (t, _) = self.timer.as_mut().expect("armed above");
         if t.poll_unpin(cx).is_ready() {

@@ -22,12 +22,14 @@ pub use kafka_core::admin::{
     AdminError, BrokerMetadata, ClusterMetadata, NewTopic, PartitionMetadata, TopicMetadata,
 };
 pub use kafka_core::config::{AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};
-pub use kafka_core::fetcher::{FetchError, StartFrom};
+pub use kafka_core::fetcher::{FetchError, StartFrom, SubscribeError};
+pub use kafka_core::group::offsets::CommitError;
 /// Why the producer refused a record (inside [`SendError::Rejected`] and
 /// [`DeliveryError::Refused`]).
 pub use kafka_core::producer::SendError as CoreSendError;
 pub use kafka_core::producer::{Certainty, DeliveryError, Topic};
 pub use kafka_core::proto::record::{Header, Headers};
 pub use kafka_core::proto::ErrorCode;
+pub use kafka_core::Instant;
 pub use producer::{Delivered, Delivery, Failed, Producer, Record, SendError};
-pub use runtime::{Connecting, Runtime};
+pub use runtime::{os_clock, Connecting, Runtime};

@@ -213,8 +213,6 @@ struct Shared {
     core: Mutex<Locked>,
     /// Delivery handles by token. Locked after `core` when both are held.
     pending: Mutex<Pending>,
-    /// The driver's clock origin: the core's time counts from it.
-    start: std::time::Instant,
     /// Fired when the core frees buffer memory, and when the driver stops.
     memory: event_listener::Event,
     /// The driver has stopped: sends fail at once.
@@ -248,6 +246,8 @@ impl Locked {
 /// monotonic clock in between, so that a send reads one clock instead of two (each read costs
 /// about as much as appending a small record). A wall-clock step shows within a second.
 struct WallClock {
+    /// The runtime's wall clock (µs since the epoch).
+    read: fn() -> i64,
     /// When it was last read, on the core's clock, and what it said (µs since the epoch).
     read_at: Option<(Instant, i64)>,
 }
@@ -260,7 +260,7 @@ impl WallClock {
         let (at, us) = match self.read_at {
             Some((at, us)) if now.saturating_duration_since(at) < Self::RESYNC => (at, us),
             _ => {
-                let us = wall_clock_us();
+                let us = (self.read)();
                 self.read_at = Some((now, us));
                 (now, us)
             }
@@ -271,10 +271,6 @@ impl WallClock {
 }
 
 impl Shared {
-    fn now(&self) -> Instant {
-        driver::core_time(self.start)
-    }
-
     fn core(&self) -> MutexGuard<'_, Locked> {
         self.core.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -303,16 +299,17 @@ impl<R: Runtime> Producer<R> {
     /// Starts a producer's driver. Nothing connects until the first send.
     pub fn new(config: ProducerConfig) -> Self {
         let (tx, rx) = mpsc::unbounded();
-        let start = std::time::Instant::now();
         let max_block = config.max_block;
         let shared = Arc::new(Shared {
             core: Mutex::new(Locked {
                 producer: kafka_core::Producer::new(config),
-                wall: WallClock { read_at: None },
+                wall: WallClock {
+                    read: R::wall_clock_us,
+                    read_at: None,
+                },
                 armed: None,
             }),
             pending: Mutex::new(Pending::default()),
-            start,
             memory: event_listener::Event::new(),
             stopped: AtomicBool::new(false),
         });
@@ -322,7 +319,7 @@ impl<R: Runtime> Producer<R> {
             closers: Vec::new(),
             finished: false,
         };
-        R::spawn(driver::run::<R, _>(session, rx, start));
+        R::spawn(driver::run::<R, _>(session, rx));
         Producer {
             commands: tx,
             shared,
@@ -355,7 +352,7 @@ impl<R: Runtime> Producer<R> {
                 if self.shared.stopped.load(Ordering::Acquire) {
                     return Err(SendError::Closed);
                 }
-                let now = self.shared.now();
+                let now = R::now();
                 // Stamped once, at the first attempt, as Java stamps before waiting for memory.
                 r.timestamp = *stamp.get_or_insert_with(|| locked.wall.ms_at(now));
                 let core = &mut locked.producer;
@@ -389,8 +386,7 @@ impl<R: Runtime> Producer<R> {
             if wake {
                 self.wake();
             }
-            let timer =
-                timer.get_or_insert_with(|| R::timer(std::time::Instant::now() + self.max_block));
+            let timer = timer.get_or_insert_with(|| R::timer(R::now() + self.max_block));
             if let Either::Right(_) = futures_util::future::select(listener, timer).await {
                 return Err(SendError::Timeout);
             }
@@ -421,14 +417,6 @@ impl<R: Runtime> Producer<R> {
             let _ = rx.await;
         }
     }
-}
-
-/// The wall clock in microseconds since the epoch, for record timestamps only (data, not
-/// time).
-fn wall_clock_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
 }
 
 /// The outcomes of records in the core, by token. Tokens come in order and outcomes nearly
@@ -678,7 +666,10 @@ mod tests {
         let config = ProducerConfig::from_map([("bootstrap.servers", "b:9092")]).unwrap();
         let mut locked = Locked {
             producer: kafka_core::Producer::new(config),
-            wall: WallClock { read_at: None },
+            wall: WallClock {
+                read: crate::runtime::os_clock::wall_clock_us,
+                read_at: None,
+            },
             armed: None,
         };
         let now = Instant::from_millis(1);
@@ -711,13 +702,14 @@ mod tests {
     fn record_timestamps_follow_the_monotonic_clock_between_wall_clock_reads() {
         let t0 = Instant::from_nanos(5_000_000_000);
         let mut wall = WallClock {
+            read: crate::runtime::os_clock::wall_clock_us,
             read_at: Some((t0, 1_000_000)), // the wall clock said 1,000 ms at t0
         };
         assert_eq!(wall.ms_at(t0), 1_000);
         assert_eq!(wall.ms_at(t0 + Duration::from_micros(2_500)), 1_002);
         assert_eq!(wall.ms_at(t0 + Duration::from_millis(999)), 1_999);
         // A second on, the wall clock is read again (now, not 2,000 ms after the epoch).
-        let now_ms = wall_clock_us() / 1000;
+        let now_ms = crate::runtime::os_clock::wall_clock_us() / 1000;
         let read = wall.ms_at(t0 + Duration::from_secs(1));
         assert!((read - now_ms).abs() < 1_000, "{read} vs {now_ms}");
     }

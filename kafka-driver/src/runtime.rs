@@ -1,13 +1,20 @@
 //! The small trait an async runtime implements to host a driver: spawn it, open TCP
-//! connections and arm one timer. Everything else is runtime-independent.
+//! connections, arm one timer, and read the two clocks. Everything else is
+//! runtime-independent.
+//!
+//! The driver reads no clock of its own: both the monotonic clock (deadlines, on the core's
+//! [`Instant`] scale) and the wall clock (record timestamps) come from the runtime, so a
+//! deterministic runtime can drive the whole client, user API included, in virtual time.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 
 use futures_io::{AsyncRead, AsyncWrite};
+use kafka_core::Instant;
 
-/// A connection in progress: resolves to the two halves of a TCP stream.
+/// A connection in progress: resolves to the two halves of a TCP stream. Dropping it abandons
+/// the attempt (and closes the socket if it connected meanwhile).
 pub type Connecting<R> = Pin<
     Box<dyn Future<Output = io::Result<(<R as Runtime>::Reader, <R as Runtime>::Writer)>> + Send>,
 >;
@@ -27,9 +34,54 @@ pub trait Runtime: Send + Sync + 'static {
     /// Resolves `host`, tries every address in turn until one accepts, and sets TCP_NODELAY.
     fn connect(host: String, port: u16) -> Connecting<Self>;
 
-    /// A timer that fires at `at`.
-    fn timer(at: std::time::Instant) -> Self::Timer;
+    /// The monotonic clock, on the core's scale. The default is the operating system's
+    /// ([`os_clock::now`]); a simulated runtime returns its virtual time.
+    fn now() -> Instant {
+        os_clock::now()
+    }
+
+    /// The wall clock in microseconds since the Unix epoch, for record timestamps (data, not
+    /// time). The default is the operating system's.
+    fn wall_clock_us() -> i64 {
+        os_clock::wall_clock_us()
+    }
+
+    /// A timer that fires at `at` on [`Runtime::now`]'s clock.
+    fn timer(at: Instant) -> Self::Timer;
 
     /// Moves a timer to fire at `at` instead.
-    fn reset(timer: &mut Self::Timer, at: std::time::Instant);
+    fn reset(timer: &mut Self::Timer, at: Instant);
+}
+
+/// The operating system's clocks on the core's scale, for runtimes on real time: the
+/// monotonic clock counts from the first reading in the process, so every client in it shares
+/// one origin. The one place in this crate that reads the OS clocks.
+#[allow(clippy::disallowed_methods)]
+pub mod os_clock {
+    use std::sync::OnceLock;
+
+    use kafka_core::Instant;
+
+    static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+
+    fn origin() -> std::time::Instant {
+        *ORIGIN.get_or_init(std::time::Instant::now)
+    }
+
+    /// The monotonic clock now.
+    pub fn now() -> Instant {
+        Instant::from_nanos(u64::try_from(origin().elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// The OS instant of a core instant (for arming a runtime's timer).
+    pub fn to_std(at: Instant) -> std::time::Instant {
+        origin() + std::time::Duration::from_nanos(at.as_nanos())
+    }
+
+    /// The wall clock in microseconds since the Unix epoch.
+    pub fn wall_clock_us() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+    }
 }

@@ -76,7 +76,7 @@ async fn main() -> Result<(), Error> {
         ("session.timeout.ms", "2000"),
         ("heartbeat.interval.ms", "500"),
     ])?;
-    consumer.subscribe([topic]);
+    consumer.subscribe([topic])?;
     let start = Instant::now();
     let mut seen = vec![false; records as usize];
     let mut last = vec![-1i64; PARTITIONS as usize];

@@ -22,8 +22,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::time::Instant;
-
 pub use kafka_driver::*;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_util::compat::{Compat, TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -66,11 +64,13 @@ impl Runtime for Tokio {
     }
 
     fn timer(at: Instant) -> Timer {
-        Timer(Box::pin(tokio::time::sleep_until(at.into())))
+        Timer(Box::pin(tokio::time::sleep_until(
+            os_clock::to_std(at).into(),
+        )))
     }
 
     fn reset(timer: &mut Timer, at: Instant) {
-        timer.0.as_mut().reset(at.into());
+        timer.0.as_mut().reset(os_clock::to_std(at).into());
     }
 }
 

@@ -185,7 +185,9 @@ fn main() {
                         delivered.len()
                     );
                     subscribed = true;
-                    consumer.subscribe(vec!["t".into()], now);
+                    consumer
+                        .subscribe(vec!["t".into()], now)
+                        .expect("group.id is set");
                 }
                 _ => {}
             }

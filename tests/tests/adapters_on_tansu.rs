@@ -509,7 +509,7 @@ macro_rules! suite {
                         .unwrap();
                     produce_values(&broker, "grp", 0..300).await;
                     let mut c = group_consumer(&broker, "g1");
-                    c.subscribe(["grp"]);
+                    c.subscribe(["grp"]).unwrap();
                     let mut seen = std::collections::BTreeSet::new();
                     within(Duration::from_secs(30), "first member", async {
                         while seen.len() < 300 {
@@ -526,16 +526,16 @@ macro_rules! suite {
                     outcome.await.unwrap();
                     // Keyless records stick to a partition per batch: some may have none.
                     let committed = [
-                        c.committed("grp", 0).await.unwrap_or(0),
-                        c.committed("grp", 1).await.unwrap_or(0),
-                        c.committed("grp", 2).await.unwrap_or(0),
+                        c.committed("grp", 0).await.unwrap().unwrap_or(0),
+                        c.committed("grp", 1).await.unwrap().unwrap_or(0),
+                        c.committed("grp", 2).await.unwrap().unwrap_or(0),
                     ];
                     assert_eq!(committed.iter().sum::<i64>(), 300, "{committed:?}");
                     c.close(Duration::from_secs(10)).await;
 
                     produce_values(&broker, "grp", 300..400).await;
                     let mut c = group_consumer(&broker, "g1");
-                    c.subscribe(["grp"]);
+                    c.subscribe(["grp"]).unwrap();
                     let mut again = Vec::new();
                     within(Duration::from_secs(30), "the restarted member", async {
                         while again.len() < 100 {
@@ -576,7 +576,7 @@ macro_rules! suite {
                         ("auto.offset.reset", "earliest"),
                     ])
                     .unwrap();
-                    c.subscribe(["stall"]);
+                    c.subscribe(["stall"]).unwrap();
                     let mut events = Vec::new();
                     within(Duration::from_secs(30), "the first 50", async {
                         let mut n = 0;
@@ -643,7 +643,7 @@ macro_rules! suite {
                         .unwrap()
                     };
                     let mut c = member();
-                    c.subscribe(["static"]);
+                    c.subscribe(["static"]).unwrap();
                     let mut seen = std::collections::BTreeSet::new();
                     within(Duration::from_secs(30), "the first run", async {
                         while seen.len() < 100 {
@@ -657,7 +657,7 @@ macro_rules! suite {
 
                     produce_values(&broker, "static", 100..150).await;
                     let mut c = member();
-                    c.subscribe(["static"]);
+                    c.subscribe(["static"]).unwrap();
                     let mut again = Vec::new();
                     within(Duration::from_secs(30), "the same instance again", async {
                         while again.len() < 50 {
@@ -694,7 +694,7 @@ macro_rules! suite {
                         .unwrap();
                     produce_values(&broker, "share", 0..600).await;
                     let mut a = group_consumer(&broker, "g2");
-                    a.subscribe(["share"]);
+                    a.subscribe(["share"]).unwrap();
                     let mut owned = [0usize; 2];
                     let mut first = 0;
                     within(Duration::from_secs(30), "the first member", async {
@@ -710,7 +710,7 @@ macro_rules! suite {
                     assert_eq!(owned[0], 6, "alone, it owns everything");
                     // A second member joins: the group rebalances until each owns some.
                     let mut b = group_consumer(&broker, "g2");
-                    b.subscribe(["share"]);
+                    b.subscribe(["share"]).unwrap();
                     let mut seen = std::collections::BTreeSet::new();
                     let mut rebalanced = false;
                     within(

@@ -399,7 +399,7 @@ fn our_consumer_and_librdkafka_share_a_group() {
                 .chain(common),
             )
             .unwrap();
-            ours.subscribe([topic.as_str()]);
+            ours.subscribe([topic.as_str()]).unwrap();
             let mut our_owned = 0usize;
             let mut their_owned = 0usize;
             let mut seen: BTreeMap<u32, usize> = BTreeMap::new();
@@ -544,7 +544,7 @@ fn on_the_mock_cluster_a_group_consumer_survives_coordinator_and_leader_moves() 
             ("max.partition.fetch.bytes", "2048"),
         ])
         .unwrap();
-        c.subscribe(["moves"]);
+        c.subscribe(["moves"]).unwrap();
         let mut seen = std::collections::BTreeSet::new();
         let mut count = 0;
         while seen.len() < N as usize {

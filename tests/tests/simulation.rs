@@ -8,8 +8,6 @@
 //! - `SIM_INJECT_BUG=1` runs with a deliberately injected bug (the cluster stops deduplicating
 //!   idempotent retries), to see a failure found and replayed.
 
-use std::time::Instant;
-
 use tests::sim::{run, FaultCounts, Options, Report};
 
 fn env(name: &str) -> Option<u64> {
@@ -57,44 +55,12 @@ fn sweep(
     n: u64,
     opts: impl Fn(u64) -> Options + Sync,
 ) -> (Summary, Vec<(u64, String)>) {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
-    let next = std::sync::atomic::AtomicU64::new(start);
-    let done = std::sync::atomic::AtomicU64::new(0);
-    let began = Instant::now();
-    let results = std::sync::Mutex::new((Summary::default(), Vec::new()));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if seed >= start + n {
-                    return;
-                }
-                let o = opts(seed);
-                let outcome = std::panic::catch_unwind(move || run(&o));
-                let mut r = results.lock().unwrap();
-                match outcome {
-                    Ok(Ok(report)) => r.0.add(&report),
-                    Ok(Err(f)) => r.1.push((seed, f.message)),
-                    Err(p) => {
-                        let msg = p
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_default();
-                        r.1.push((seed, format!("panicked: {msg}")));
-                    }
-                }
-                drop(r);
-                let k = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                if k.is_multiple_of(250) || k == n {
-                    eprintln!("  {k}/{n} seeds in {:.1} s", began.elapsed().as_secs_f64());
-                }
-            });
-        }
-    });
-    let (mut summary, mut failures) = results.into_inner().unwrap();
-    failures.sort();
-    summary.wall = began.elapsed();
+    let (reports, failures, wall) = tests::sim::sweep(start, n, |seed| run(&opts(seed)));
+    let mut summary = Summary::default();
+    for (_, r) in &reports {
+        summary.add(r);
+    }
+    summary.wall = wall;
     (summary, failures)
 }
 

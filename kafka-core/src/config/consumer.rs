@@ -130,6 +130,9 @@ config_table! {
         isolation_level: IsolationLevel = "isolation.level", "read_uncommitted", IsolationLevel::parse;
         /// `request.timeout.ms`.
         request_timeout: Duration = "request.timeout.ms", "30000", parse::millis(0);
+        /// `default.api.timeout.ms`: how long a blocking call (a commit, a lookup of committed
+        /// offsets, close) retries before it fails with a timeout.
+        default_api_timeout: Duration = "default.api.timeout.ms", "60000", parse::millis(0);
         /// `retry.backoff.ms`.
         retry_backoff: Duration = "retry.backoff.ms", "100", parse::millis(0);
         /// `retry.backoff.max.ms`.

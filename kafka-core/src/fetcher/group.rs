@@ -10,10 +10,22 @@ use kafka_proto::api::ResponseBody;
 use super::{FetchEvent, Fetcher, StartFrom, Tag};
 use crate::config::{ConsumerConfig, OffsetReset};
 use crate::group::membership::{GroupEvent, GroupRequest, Membership};
-use crate::group::offsets::{CommitId, OffsetEvent, OffsetRequest, Offsets};
+use crate::group::offsets::{CommitId, LookupId, OffsetEvent, OffsetRequest, Offsets};
 use crate::net::{ConnId, Purpose, SendError};
 use crate::producer::TopicPartition;
 use crate::time::Instant;
+
+/// Why [`Fetcher::subscribe`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscribeError {
+    /// The consumer has no `group.id`.
+    #[error("subscribe needs a consumer group: set group.id in the consumer's config (or read chosen partitions with assign)")]
+    NoGroupId,
+    /// The topic list is empty.
+    #[error("subscribe needs at least one topic")]
+    NoTopics,
+}
 
 /// The group side of a fetcher.
 #[derive(Debug)]
@@ -54,34 +66,59 @@ impl Group {
 
 impl Fetcher {
     /// Joins the group (`group.id`) subscribed to `topics`. Nothing connects before this (or
-    /// an `assign`). Panics without a `group.id`: assign mode has no subscriptions.
-    pub fn subscribe(&mut self, topics: Vec<String>, now: Instant) {
-        let g = self
-            .group
-            .as_mut()
-            .expect("subscribe needs group.id in the consumer config");
+    /// an `assign`).
+    pub fn subscribe(&mut self, topics: Vec<String>, now: Instant) -> Result<(), SubscribeError> {
+        let Some(g) = self.group.as_mut() else {
+            return Err(SubscribeError::NoGroupId);
+        };
+        if topics.is_empty() {
+            return Err(SubscribeError::NoTopics);
+        }
         for t in &topics {
             self.metadata.use_topic(t, now);
         }
         g.membership.subscribe(topics, now);
         self.drive(now);
+        Ok(())
     }
 
-    /// The application asked for records (it is alive: `max.poll.interval.ms`).
+    /// The application asked for records, or is waiting for them: it is alive
+    /// (`max.poll.interval.ms`). Cheap: call it as often as the application polls. A member
+    /// that left the group because the application had stopped polling rejoins.
     pub fn polled(&mut self, now: Instant) {
-        if let Some(g) = &mut self.group {
-            g.membership.polled(now);
+        if self
+            .group
+            .as_mut()
+            .is_some_and(|g| g.membership.polled(now))
+        {
+            self.drive(now);
         }
-        self.drive(now);
     }
 
     /// The application has consumed `partition` up to `next_offset` - 1, a record written in
     /// `leader_epoch` (the `leader_epoch` of its [`FetchEvent::Records`]; -1 after a seek):
     /// what commits will carry.
+    ///
+    /// Only partitions the consumer holds count (assigned, or revoked and not yet
+    /// acknowledged): a report that arrives after a partition was revoked or lost is dropped,
+    /// so that no later commit, in another generation, carries it.
     pub fn consumed(&mut self, topic: &str, partition: i32, next_offset: i64, leader_epoch: i32) {
+        let tp = (topic.to_owned(), partition);
         if let Some(g) = &mut self.group {
-            g.offsets
-                .consumed(&(topic.to_owned(), partition), next_offset, leader_epoch);
+            if self.parts.contains_key(&tp) || g.revoking.contains(&tp) {
+                g.offsets.consumed(&tp, next_offset, leader_epoch);
+            }
+        }
+    }
+
+    /// A seek moved a partition's position: commits carry the new position (`Some`, after a
+    /// seek to an offset) or nothing for it until records are read again (`None`).
+    pub(super) fn seeked(&mut self, tp: &TopicPartition, to: Option<i64>) {
+        if let Some(g) = &mut self.group {
+            match to {
+                Some(offset) if self.parts.contains_key(tp) => g.offsets.consumed(tp, offset, -1),
+                _ => g.offsets.forget_consumed(tp),
+            }
         }
     }
 
@@ -94,25 +131,46 @@ impl Fetcher {
             .map(|c| c.offset)
     }
 
-    /// Commits every consumed offset; [`FetchEvent::Committed`] reports the outcome.
+    /// Commits every consumed offset; [`FetchEvent::Committed`] reports the outcome, within
+    /// `default.api.timeout.ms`. Outside group management (assign mode) it commits with
+    /// generation -1, as Java does. `None` without a `group.id`.
     pub fn commit(&mut self, now: Instant) -> Option<CommitId> {
         let g = self.group.as_mut()?;
-        let id = g.offsets.commit();
+        let id = g.offsets.commit_by(now + self.cfg.default_api_timeout);
         g.user_commits.push(id);
         self.drive(now);
         Some(id)
     }
 
-    /// The application finished with a [`FetchEvent::Revoking`].
+    /// Looks up the group's committed offsets of `tps` (whether this consumer holds them or
+    /// not) with OffsetFetch; [`FetchEvent::CommittedOffsets`] reports them, within
+    /// `default.api.timeout.ms`. `None` without a `group.id`.
+    pub fn lookup_committed(&mut self, tps: Vec<TopicPartition>, now: Instant) -> Option<LookupId> {
+        let g = self.group.as_mut()?;
+        let id = g
+            .offsets
+            .lookup(tps, Some(now + self.cfg.default_api_timeout));
+        self.drive(now);
+        Some(id)
+    }
+
+    /// The application finished with a [`FetchEvent::Revoking`] (after [`Fetcher::consumed`]
+    /// reported the last records it took). With `enable.auto.commit`, what was consumed is
+    /// committed first, and the rebalance goes on when that commit ends.
     pub fn ack_revocation(&mut self, now: Instant) {
         if let Some(g) = &mut self.group {
-            if g.revoke_commit.is_some() {
-                // The automatic commit of the revoked partitions acknowledges when it ends.
+            if g.revoke_commit.is_some() || g.revoking.is_empty() {
+                // Acknowledged already (the commit acknowledges when it ends), or nothing
+                // is being revoked.
                 return;
             }
-            let gone = std::mem::take(&mut g.revoking);
-            g.offsets.removed(&gone);
-            g.membership.revoked(now);
+            if g.auto_commit {
+                g.revoke_commit = Some(g.offsets.commit());
+            } else {
+                let gone = std::mem::take(&mut g.revoking);
+                g.offsets.removed(&gone);
+                g.membership.revoked(now);
+            }
         }
         self.drive(now);
     }
@@ -151,6 +209,7 @@ impl Fetcher {
     pub(super) fn drive_group(&mut self, now: Instant) {
         let Some(g) = &mut self.group else { return };
         g.membership.handle_timeout(now);
+        g.offsets.handle_timeout(now);
         for _ in 0..3 {
             self.leader_assignment(now);
             self.group_requests(now);
@@ -162,8 +221,27 @@ impl Fetcher {
 
     fn group_requests(&mut self, now: Instant) {
         let Some(g) = &mut self.group else { return };
-        if !g.membership.is_active() {
-            return; // not subscribed (or left): connect nothing
+        if g.offsets.take_coordinator_moved() {
+            g.membership.forget_coordinator();
+        }
+        // Commits carry the generation they are made in: a live one, or -1 outside group
+        // management (assign mode, as Java commits). A member between generations (joining,
+        // or dropped after max.poll.interval.ms) cannot commit: its commits fail at once.
+        let generation = if g.membership.is_stable() {
+            let (generation, member) = g.membership.generation();
+            Some((generation, member.to_owned()))
+        } else if g.membership.is_idle() {
+            Some((-1, String::new()))
+        } else {
+            None
+        };
+        if generation.is_none() {
+            g.offsets.fail_queued_commits();
+        }
+        // The coordinator is needed by the membership, and by offsets even outside it.
+        g.membership.want_coordinator(g.offsets.wants_coordinator());
+        if !g.membership.needs_requests() {
+            return; // not subscribed (or left) and nothing to commit: connect nothing
         }
         // Membership: FindCoordinator to any node, the rest to the coordinator.
         let coordinator = g.membership.coordinator().cloned();
@@ -184,18 +262,13 @@ impl Fetcher {
             }
         }
 
-        // Offsets, on the coordinator's connection too, in a live generation.
+        // Offsets, on the coordinator's connection too.
         if let Some((node, _)) = &coordinator {
             if let Some(conn) = self.net.ready(*node, Purpose::Coordinator, now) {
                 let g = self.group.as_mut().expect("checked");
-                let (generation, member) = g.membership.generation();
-                let live = g
-                    .membership
-                    .is_stable()
-                    .then(|| (generation, member.to_owned()));
                 let req = g
                     .offsets
-                    .poll_request(live.as_ref().map(|(g, m)| (*g, m.as_str())), now);
+                    .poll_request(generation.as_ref().map(|(g, m)| (*g, m.as_str())), now);
                 let sent = match &req {
                     Some(OffsetRequest::Fetch(r)) => Some((
                         false,
@@ -223,7 +296,15 @@ impl Fetcher {
         let net = &mut self.net;
         match req {
             GroupRequest::FindCoordinator(r) => net.send(conn, r, Tag::Group, true, now),
-            GroupRequest::JoinGroup(r) => net.send(conn, r, Tag::Group, true, now),
+            // The coordinator holds a JoinGroup until the group's members have rejoined, for
+            // up to the rebalance timeout: Java waits that long, plus 5 s.
+            GroupRequest::JoinGroup(r) => {
+                let timeout = self
+                    .cfg
+                    .request_timeout
+                    .max(self.cfg.max_poll_interval + std::time::Duration::from_secs(5));
+                net.send_timeout(conn, r, Tag::Group, timeout, now)
+            }
             GroupRequest::SyncGroup(r) => net.send(conn, r, Tag::Group, true, now),
             GroupRequest::Heartbeat(r) => net.send(conn, r, Tag::Group, true, now),
             GroupRequest::LeaveGroup(r) => net.send(conn, r, Tag::Group, true, now),
@@ -246,7 +327,8 @@ impl Fetcher {
                     g.offsets.assigned(&tps, now);
                     for tp in &tps {
                         self.metadata.use_topic(&tp.0, now);
-                        let mut part = Self::part(StartFrom::Latest);
+                        self.next_gen += 1;
+                        let mut part = Self::part(StartFrom::Latest, self.next_gen);
                         part.awaiting_committed = true;
                         self.parts.insert(tp.clone(), part);
                     }
@@ -256,11 +338,9 @@ impl Fetcher {
                     for tp in &tps {
                         self.parts.remove(tp);
                     }
+                    // The application acknowledges (and with auto-commit, its consumed
+                    // offsets are committed) once it reported what it took.
                     g.revoking.extend(tps.iter().cloned());
-                    if g.auto_commit {
-                        // Commit what was consumed, then let the rebalance go on.
-                        g.revoke_commit = Some(g.offsets.commit());
-                    }
                     self.events.push_back(FetchEvent::Revoking(tps));
                 }
                 Ok(GroupEvent::Lost(tps)) => {
@@ -319,6 +399,15 @@ impl Fetcher {
                         g.user_commits.swap_remove(i);
                         self.events.push_back(FetchEvent::Committed(id, result));
                     }
+                }
+                Err(OffsetEvent::Looked(id, result)) => {
+                    let result = result.map(|list| {
+                        list.into_iter()
+                            .map(|(tp, c)| (tp, c.map(|c| c.offset)))
+                            .collect()
+                    });
+                    self.events
+                        .push_back(FetchEvent::CommittedOffsets(id, result));
                 }
             }
         }

@@ -48,13 +48,14 @@ use kafka_proto::{DecodeError, ErrorCode};
 
 use crate::backoff::Backoff;
 use crate::config::ConsumerConfig;
-use crate::group::offsets::{CommitError, CommitId};
+use crate::group::offsets::{CommitError, CommitId, LookupId};
 use crate::metadata::Metadata;
 use crate::net::{lane, NetConfig, NetEvent, Network, NodeId, Purpose};
 use crate::producer::TopicPartition;
 use crate::rng::Rng;
 use crate::time::Instant;
 
+pub use group::SubscribeError;
 pub use records::FetchedRecords;
 
 mod group;
@@ -147,6 +148,12 @@ pub enum FetchEvent {
     Lost(Vec<TopicPartition>),
     /// A commit asked for with [`Fetcher::commit`] finished.
     Committed(CommitId, Result<(), CommitError>),
+    /// A lookup asked for with [`Fetcher::lookup_committed`] finished: each partition's
+    /// committed offset (`None`: nothing committed).
+    CommittedOffsets(
+        LookupId,
+        Result<Vec<(TopicPartition, Option<i64>)>, CommitError>,
+    ),
     /// The group membership stopped for good (for example FENCED_INSTANCE_ID).
     GroupFailed(ErrorCode),
     /// The consumer left its group.
@@ -171,25 +178,33 @@ pub type Output = crate::net::Output<FetchEvent>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Tag {
     Metadata,
-    ListOffsets(Vec<TopicPartition>),
+    ListOffsets(Vec<Req>),
     /// A Fetch of these partitions, from these offsets; `true` if incremental (KIP-227), when
     /// the partitions absent from the response simply have nothing new.
-    Fetch(Lane, Vec<(TopicPartition, i64)>, bool),
+    Fetch(Lane, Vec<(Req, i64)>, bool),
     /// A membership request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
     Group,
     /// OffsetFetch (false) or OffsetCommit (true).
     Offsets(bool),
     /// OffsetForLeaderEpoch: checking positions after a leader change (KIP-320).
-    Validate(Vec<TopicPartition>),
+    Validate(Vec<Req>),
 }
+
+/// A partition as a request asked about it: with its generation then, so that an answer that
+/// comes after a seek, a reassignment or a reset (which start a new generation) is not taken
+/// for the partition's new position.
+type Req = (TopicPartition, u64);
 
 #[derive(Debug, Clone)]
 struct Part {
+    /// A new one at each assignment, seek and reset.
+    gen: u64,
     position: Option<i64>,
     /// Where a missing position comes from.
     start: StartFrom,
     high_watermark: i64,
-    busy: bool,
+    /// The generation of the request in flight for it, if any.
+    busy: Option<u64>,
     retry_at: Option<Instant>,
     failures: u32,
     paused: bool,
@@ -232,6 +247,22 @@ pub struct Fetcher {
     /// KIP-227 fetch sessions, per connection.
     sessions: BTreeMap<Lane, session::FetchSession>,
     group: Option<group::Group>,
+    /// The last partition generation handed out.
+    next_gen: u64,
+}
+
+/// [`Fetcher::answered`], on the partitions alone (so that the rest of the fetcher stays
+/// free to borrow).
+fn answered<'a>(
+    parts: &'a mut BTreeMap<TopicPartition, Part>,
+    tp: &TopicPartition,
+    gen: u64,
+) -> Option<&'a mut Part> {
+    let p = parts.get_mut(tp)?;
+    if p.busy == Some(gen) {
+        p.busy = None;
+    }
+    (p.gen == gen).then_some(p)
 }
 
 const EARLIEST: i64 = -2;
@@ -267,6 +298,7 @@ impl Fetcher {
             node_turn: 0,
             sessions: BTreeMap::new(),
             group: group::Group::new(&cfg),
+            next_gen: 0,
             cfg,
         }
     }
@@ -280,20 +312,22 @@ impl Fetcher {
     ) {
         for tp in partitions {
             self.metadata.use_topic(&tp.0, now);
-            self.parts.insert(tp, Self::part(start));
+            self.next_gen += 1;
+            self.parts.insert(tp, Self::part(start, self.next_gen));
         }
         self.drive(now);
     }
 
-    fn part(start: StartFrom) -> Part {
+    fn part(start: StartFrom, gen: u64) -> Part {
         Part {
+            gen,
             position: match start {
                 StartFrom::Offset(o) => Some(o),
                 _ => None,
             },
             start,
             high_watermark: -1,
-            busy: false,
+            busy: None,
             retry_at: None,
             failures: 0,
             paused: false,
@@ -308,11 +342,21 @@ impl Fetcher {
     }
 
     /// Moves an assigned partition's position. A fetch in flight for it is discarded.
+    ///
+    /// Commits carry the new position from then on, as Java's do: the offset sought (or, for
+    /// `Earliest` and `Latest`, nothing until records are read again).
     pub fn seek(&mut self, topic: &str, partition: i32, start: StartFrom, now: Instant) {
-        if let Some(p) = self.parts.get_mut(&(topic.to_owned(), partition)) {
+        let tp = (topic.to_owned(), partition);
+        if let Some(p) = self.parts.get_mut(&tp) {
             let busy = p.busy;
-            *p = Self::part(start);
+            self.next_gen += 1;
+            *p = Self::part(start, self.next_gen);
             p.busy = busy;
+            let to = match start {
+                StartFrom::Offset(o) => Some(o),
+                _ => None,
+            };
+            self.seeked(&tp, to);
         }
         self.drive(now);
     }
@@ -428,7 +472,7 @@ impl Fetcher {
         let mut out: BTreeMap<NodeId, Vec<TopicPartition>> = BTreeMap::new();
         let mut unknown = false;
         for (tp, p) in &self.parts {
-            if p.busy || p.paused || p.stopped || p.retry_at.is_some() || !want(p) {
+            if p.busy.is_some() || p.paused || p.stopped || p.retry_at.is_some() || !want(p) {
                 continue;
             }
             match self.metadata.leader(&tp.0, tp.1) {
@@ -476,12 +520,10 @@ impl Fetcher {
             };
             if self
                 .net
-                .send(conn, &req, Tag::ListOffsets(tps.clone()), true, now)
+                .send(conn, &req, Tag::ListOffsets(self.reqs(&tps)), true, now)
                 .is_ok()
             {
-                for tp in tps {
-                    self.parts.get_mut(&tp).expect("assigned").busy = true;
-                }
+                self.mark_busy(&tps);
             }
         }
     }
@@ -617,7 +659,14 @@ impl Fetcher {
             };
             // Fetch v13+ names topics only by id.
             let max_version = if all_ids { 18 } else { 12 };
-            let offsets = tps.iter().map(|tp| (tp.clone(), want[tp].0)).collect();
+            let offsets = self
+                .reqs(&tps)
+                .into_iter()
+                .map(|req| {
+                    let offset = want[&req.0].0;
+                    (req, offset)
+                })
+                .collect();
             let tag = Tag::Fetch(key, offsets, plan.incremental);
             if self
                 .net
@@ -627,9 +676,7 @@ impl Fetcher {
                 self.fetching.insert(key);
                 self.reserved += max_bytes;
                 self.reservations.insert(key, max_bytes);
-                for tp in tps {
-                    self.parts.get_mut(&tp).expect("assigned").busy = true;
-                }
+                self.mark_busy(&tps);
             }
         }
     }
@@ -690,16 +737,16 @@ impl Fetcher {
                         if let Some(s) = self.sessions.get_mut(&key) {
                             s.reset();
                         }
-                        tps.into_iter().map(|(tp, _)| tp).collect()
+                        tps.into_iter().map(|(req, _)| req).collect()
                     }
-                    Tag::ListOffsets(tps) | Tag::Validate(tps) => tps,
+                    Tag::ListOffsets(reqs) | Tag::Validate(reqs) => reqs,
                     Tag::Metadata | Tag::Group | Tag::Offsets(_) => {
                         unreachable!("handled above")
                     }
                 };
                 self.metadata.request_update();
-                for tp in tps {
-                    self.retry_later(&tp, now);
+                for (tp, gen) in tps {
+                    self.retry_later(&tp, gen, now);
                 }
             }
             NetEvent::Response { .. } => {
@@ -708,15 +755,41 @@ impl Fetcher {
         }
     }
 
-    fn retry_later(&mut self, tp: &TopicPartition, now: Instant) {
-        if let Some(p) = self.parts.get_mut(tp) {
-            p.busy = false;
-            p.retry_at = Some(now + self.backoff.delay(p.failures, &mut self.rng));
+    /// The requests for these partitions, at their current generations.
+    fn reqs(&self, tps: &[TopicPartition]) -> Vec<Req> {
+        tps.iter()
+            .map(|tp| (tp.clone(), self.parts[tp].gen))
+            .collect()
+    }
+
+    fn mark_busy(&mut self, tps: &[TopicPartition]) {
+        for tp in tps {
+            let p = self.parts.get_mut(tp).expect("assigned");
+            p.busy = Some(p.gen);
+        }
+    }
+
+    /// A request for `tp` at generation `gen` was answered (or failed): the partition is no
+    /// longer busy with it. Returns the partition if the answer still concerns it: no seek,
+    /// reassignment or reset started a new generation since (found by the simulation: the
+    /// answer to a fetch sent before a rebalance was taken for the reassigned partition, beside
+    /// its own fetch, and records went out twice).
+    fn answered(&mut self, tp: &TopicPartition, gen: u64) -> Option<&mut Part> {
+        answered(&mut self.parts, tp, gen)
+    }
+
+    fn retry_later(&mut self, tp: &TopicPartition, gen: u64, now: Instant) {
+        let delay = match self.parts.get(tp) {
+            Some(p) => self.backoff.delay(p.failures, &mut self.rng),
+            None => return,
+        };
+        if let Some(p) = self.answered(tp, gen) {
+            p.retry_at = Some(now + delay);
             p.failures = p.failures.saturating_add(1);
         }
     }
 
-    fn partition_error(&mut self, tp: &TopicPartition, e: ErrorCode, now: Instant) {
+    fn partition_error(&mut self, tp: &TopicPartition, gen: u64, e: ErrorCode, now: Instant) {
         if e.is_retriable()
             || matches!(
                 e,
@@ -725,12 +798,12 @@ impl Fetcher {
         {
             // Leadership moved or is moving: refresh and try again.
             self.metadata.request_update();
-            self.retry_later(tp, now);
+            self.retry_later(tp, gen, now);
             return;
         }
-        if let Some(p) = self.parts.get_mut(tp) {
-            p.busy = false;
-            p.stopped = true;
+        match self.answered(tp, gen) {
+            Some(p) => p.stopped = true,
+            None => return,
         }
         self.events.push_back(FetchEvent::Error {
             topic: tp.0.clone(),
@@ -739,13 +812,8 @@ impl Fetcher {
         });
     }
 
-    fn on_list_offsets(
-        &mut self,
-        tps: Vec<TopicPartition>,
-        resp: ListOffsetsResponse,
-        now: Instant,
-    ) {
-        for tp in tps {
+    fn on_list_offsets(&mut self, tps: Vec<Req>, resp: ListOffsetsResponse, now: Instant) {
+        for (tp, gen) in tps {
             let found = resp
                 .topics
                 .iter()
@@ -755,8 +823,7 @@ impl Fetcher {
                 .map(|p| (p.error_code, p.offset));
             match found {
                 Some((0, offset)) => {
-                    if let Some(p) = self.parts.get_mut(&tp) {
-                        p.busy = false;
+                    if let Some(p) = self.answered(&tp, gen) {
                         p.failures = 0;
                         if p.position.is_none() {
                             p.position = Some(offset);
@@ -766,9 +833,9 @@ impl Fetcher {
                 }
                 Some((code, _)) => {
                     let e = ErrorCode::from_code(code).expect("non-zero");
-                    self.partition_error(&tp, e, now);
+                    self.partition_error(&tp, gen, e, now);
                 }
-                None => self.retry_later(&tp, now),
+                None => self.retry_later(&tp, gen, now),
             }
         }
     }

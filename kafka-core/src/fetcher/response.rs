@@ -10,13 +10,12 @@ use kafka_proto::ErrorCode;
 
 use super::{FetchError, FetchEvent, FetchedRecords, Fetcher, StartFrom};
 use crate::config::{IsolationLevel, OffsetReset};
-use crate::producer::TopicPartition;
 use crate::time::Instant;
 
 impl Fetcher {
     pub(super) fn on_fetch(
         &mut self,
-        tps: Vec<(TopicPartition, i64)>,
+        tps: Vec<(super::Req, i64)>,
         resp: FetchResponse,
         version: i16,
         incremental: bool,
@@ -26,18 +25,16 @@ impl Fetcher {
             // The whole fetch failed: a fetch-session error (the next fetch is full again,
             // at once) or a broker-wide one (retried with backoff).
             let session = matches!(resp.error_code, 70 | 71 | 106);
-            for (tp, _) in &tps {
+            for ((tp, gen), _) in &tps {
                 if session {
-                    if let Some(p) = self.parts.get_mut(tp) {
-                        p.busy = false;
-                    }
+                    self.answered(tp, *gen);
                 } else {
-                    self.retry_later(tp, now);
+                    self.retry_later(tp, *gen, now);
                 }
             }
             return;
         }
-        for (tp, fetch_offset) in tps {
+        for ((tp, gen), fetch_offset) in tps {
             let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
             let data = resp
                 .responses
@@ -54,18 +51,16 @@ impl Fetcher {
             let Some(data) = data else {
                 if incremental {
                     // Nothing new in this session partition.
-                    if let Some(p) = self.parts.get_mut(&tp) {
-                        p.busy = false;
-                    }
+                    self.answered(&tp, gen);
                 } else {
-                    self.retry_later(&tp, now);
+                    self.retry_later(&tp, gen, now);
                 }
                 continue;
             };
-            let Some(part) = self.parts.get_mut(&tp) else {
+            let next_gen = self.next_gen + 1;
+            let Some(part) = super::answered(&mut self.parts, &tp, gen) else {
                 continue;
             };
-            part.busy = false;
             if part.position.is_some_and(|p| p < fetch_offset) {
                 // Fetched before a seek (or a stop at corrupt data) moved the position back: the
                 // data does not reach back to the new position.
@@ -73,11 +68,22 @@ impl Fetcher {
             }
             match ErrorCode::from_code(data.error_code) {
                 None => {}
+                // The answer to a fetch from before a seek says nothing of the new position
+                // (a forward seek leaves the position past the offset fetched).
+                Some(ErrorCode::OffsetOutOfRange) if part.position != Some(fetch_offset) => {
+                    continue
+                }
                 Some(ErrorCode::OffsetOutOfRange) => {
                     let offset = part.position.unwrap_or(-1);
                     match self.cfg.auto_offset_reset {
-                        OffsetReset::Earliest => *part = Self::part(StartFrom::Earliest),
-                        OffsetReset::Latest => *part = Self::part(StartFrom::Latest),
+                        OffsetReset::Earliest => {
+                            *part = Self::part(StartFrom::Earliest, next_gen);
+                            self.next_gen = next_gen;
+                        }
+                        OffsetReset::Latest => {
+                            *part = Self::part(StartFrom::Latest, next_gen);
+                            self.next_gen = next_gen;
+                        }
                         OffsetReset::None => {
                             part.stopped = true;
                             self.events.push_back(FetchEvent::Error {
@@ -100,7 +106,7 @@ impl Fetcher {
                             None,
                         );
                     }
-                    self.partition_error(&tp, e, now);
+                    self.partition_error(&tp, gen, e, now);
                     continue;
                 }
             }

@@ -14,7 +14,6 @@ use kafka_proto::ErrorCode;
 use super::{FetchError, FetchEvent, Fetcher, StartFrom, Tag};
 use crate::config::OffsetReset;
 use crate::net::Purpose;
-use crate::producer::TopicPartition;
 use crate::time::Instant;
 
 /// Consumers may ask from OffsetForLeaderEpoch v3 on (v3 added `replica_id`).
@@ -82,23 +81,21 @@ impl Fetcher {
             };
             if self
                 .net
-                .send(conn, &req, Tag::Validate(tps.clone()), true, now)
+                .send(conn, &req, Tag::Validate(self.reqs(&tps)), true, now)
                 .is_ok()
             {
-                for tp in tps {
-                    self.parts.get_mut(&tp).expect("assigned").busy = true;
-                }
+                self.mark_busy(&tps);
             }
         }
     }
 
     pub(super) fn on_validate(
         &mut self,
-        tps: Vec<TopicPartition>,
+        tps: Vec<super::Req>,
         resp: OffsetForLeaderEpochResponse,
         now: Instant,
     ) {
-        for tp in tps {
+        for (tp, gen) in tps {
             let found = resp
                 .topics
                 .iter()
@@ -108,21 +105,21 @@ impl Fetcher {
                 .map(|p| (p.error_code, p.leader_epoch, p.end_offset));
             let (end_epoch, end_offset) = match found {
                 None => {
-                    self.retry_later(&tp, now);
+                    self.retry_later(&tp, gen, now);
                     continue;
                 }
                 Some((0, epoch, end)) => (epoch, end),
                 Some((code, _, _)) => {
                     let e = ErrorCode::from_code(code).expect("non-zero");
-                    self.partition_error(&tp, e, now);
+                    self.partition_error(&tp, gen, e, now);
                     continue;
                 }
             };
             let reset = self.cfg.auto_offset_reset;
-            let Some(p) = self.parts.get_mut(&tp) else {
+            let next_gen = self.next_gen + 1;
+            let Some(p) = super::answered(&mut self.parts, &tp, gen) else {
                 continue;
             };
-            p.busy = false;
             p.failures = 0;
             if !p.validate {
                 continue; // seeked meanwhile
@@ -146,8 +143,14 @@ impl Fetcher {
                     p.epoch = end_epoch;
                     p.end_reported = false;
                 }
-                (Some(None), OffsetReset::Earliest) => *p = Self::part(StartFrom::Earliest),
-                (Some(None), OffsetReset::Latest) => *p = Self::part(StartFrom::Latest),
+                (Some(None), OffsetReset::Earliest) => {
+                    *p = Self::part(StartFrom::Earliest, next_gen);
+                    self.next_gen = next_gen;
+                }
+                (Some(None), OffsetReset::Latest) => {
+                    *p = Self::part(StartFrom::Latest, next_gen);
+                    self.next_gen = next_gen;
+                }
                 (Some(divergent), OffsetReset::None) => {
                     p.stopped = true;
                     self.events.push_back(FetchEvent::Error {

@@ -129,6 +129,8 @@ pub struct Membership {
     last_poll: Instant,
     /// Left because the application stopped polling: its next poll rejoins.
     rejoin_on_poll: bool,
+    /// Offsets need the coordinator (a consumer outside group management commits too).
+    want_coordinator: bool,
     events: VecDeque<GroupEvent>,
 }
 
@@ -161,6 +163,7 @@ impl Membership {
             last_heartbeat_ok: Instant::ZERO,
             last_poll: Instant::ZERO,
             rejoin_on_poll: false,
+            want_coordinator: false,
             events: VecDeque::new(),
         })
     }
@@ -180,14 +183,18 @@ impl Membership {
         }
     }
 
-    /// The application asked for records: it is alive (`max.poll.interval.ms`).
-    pub fn polled(&mut self, now: Instant) {
+    /// The application asked for records (or is waiting for them): it is alive
+    /// (`max.poll.interval.ms`). Returns true if that made the member rejoin the group, having
+    /// left it when the application stopped polling: it has requests to send.
+    pub fn polled(&mut self, now: Instant) -> bool {
         self.last_poll = now;
         if self.state == State::Left && std::mem::take(&mut self.rejoin_on_poll) {
             // Left after max.poll.interval.ms: polling again rejoins, as in Java.
             self.member_id.clear();
             self.state = State::NeedJoin;
+            return true;
         }
+        false
     }
 
     /// The application finished with a [`GroupEvent::Revoking`] (committed what it consumed).
@@ -229,6 +236,30 @@ impl Membership {
     /// Whether the member is in the group or on its way in (subscribed, not left or failed).
     pub fn is_active(&self) -> bool {
         !matches!(self.state, State::Idle | State::Left | State::Failed)
+    }
+
+    /// Whether the consumer never subscribed: it is outside group management (assign mode).
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Idle
+    }
+
+    /// Whether something other than the membership needs the coordinator (commits and
+    /// lookups of committed offsets): it is found even when not in the group.
+    pub fn want_coordinator(&mut self, want: bool) {
+        self.want_coordinator = want;
+    }
+
+    /// Whether [`Membership::poll_request`] may have something to send.
+    pub fn needs_requests(&self) -> bool {
+        self.is_active() || (self.want_coordinator && self.state != State::Failed)
+    }
+
+    /// The coordinator refused a request as not the coordinator (or not available): it is
+    /// found again.
+    pub fn forget_coordinator(&mut self) {
+        if self.pending.is_none() {
+            self.coordinator_gone();
+        }
     }
 
     /// The partitions owned now.
@@ -353,7 +384,8 @@ impl Membership {
         if self.pending.is_some() || self.retry_at.is_some_and(|t| t > now) {
             return None;
         }
-        if matches!(self.state, State::Idle | State::Left | State::Failed) {
+        let outside = matches!(self.state, State::Idle | State::Left | State::Failed);
+        if outside && !(self.want_coordinator && self.state != State::Failed) {
             return None;
         }
         let Some((node, _)) = self.coordinator.clone() else {
@@ -389,15 +421,6 @@ impl Membership {
             State::Stable | State::RevokingAfterSync | State::RevokingBeforeJoin
                 if now >= self.next_heartbeat && !self.member_id.is_empty() =>
             {
-                if self.state == State::Stable && now > self.last_poll + self.rebalance_timeout {
-                    // The application stopped polling: leave, so the group can move on
-                    // without waiting for the session to expire. Polling again rejoins.
-                    self.lose(false);
-                    self.rejoin_on_poll = true;
-                    self.state = State::Leaving;
-                    self.pending = Some(Pending::Leave);
-                    return Some((to, GroupRequest::LeaveGroup(self.leave_request())));
-                }
                 self.pending = Some(Pending::Heartbeat);
                 self.next_heartbeat = now + self.heartbeat_interval;
                 Some((to, GroupRequest::Heartbeat(self.heartbeat_request())))
@@ -472,6 +495,20 @@ impl Membership {
         let Some(pending) = self.pending.take() else {
             return;
         };
+        if matches!(self.state, State::Leaving | State::Left)
+            && matches!(pending, Pending::Join | Pending::Sync | Pending::Heartbeat)
+        {
+            // The member left, or is leaving (the application stopped polling), while this
+            // was in flight: whatever it says, nothing is joined or owned. A join that gave
+            // us a member id is undone with LeaveGroup, so the group need not wait for us.
+            if let ResponseBody::JoinGroup(r) = &body {
+                if !r.member_id.is_empty() && self.coordinator.is_some() {
+                    self.member_id.clone_from(&r.member_id);
+                    self.state = State::Leaving;
+                }
+            }
+            return;
+        }
         match (pending, body) {
             (Pending::Find, ResponseBody::FindCoordinator(r)) => {
                 // v4+ answers per key; older versions at the top level.
@@ -641,8 +678,32 @@ impl Membership {
         }
     }
 
-    /// Time passed: an expired session means the coordinator must be found again.
+    /// When the application must poll next, while the member is in the group or joining it
+    /// (the driver joins without the application; a member whose application is away past
+    /// `max.poll.interval.ms` must not keep or take partitions).
+    fn poll_deadline(&self) -> Option<Instant> {
+        let active = self.is_active() && !matches!(self.state, State::Leaving);
+        active.then(|| self.last_poll + self.rebalance_timeout)
+    }
+
+    /// Time passed: an application that stopped polling for `max.poll.interval.ms` has its
+    /// partitions lost, and the member leaves (whether or not the coordinator can be reached:
+    /// the member knows it is over); an expired session means the coordinator must be found
+    /// again.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.poll_deadline().is_some_and(|t| now > t) {
+            // Leave, so the group can move on without waiting for the session to expire.
+            // Polling again rejoins.
+            self.lose(false);
+            self.rejoin_on_poll = true;
+            if self.member_id.is_empty() || self.coordinator.is_none() {
+                self.finish_leaving();
+            } else {
+                self.state = State::Leaving;
+                // A request in flight is answered first; LeaveGroup goes next.
+            }
+            return;
+        }
         if self.is_stable()
             && self.coordinator.is_some()
             && now >= self.last_heartbeat_ok + self.session_timeout
@@ -669,7 +730,12 @@ impl Membership {
         let heartbeat = (live && self.pending.is_none()).then_some(self.next_heartbeat);
         let session = live.then_some(self.last_heartbeat_ok + self.session_timeout);
         let retry = self.retry_at.filter(|_| self.pending.is_none());
-        [retry, heartbeat, session].into_iter().flatten().min()
+        // Just past the deadline: it expires when passed, not reached.
+        let poll = self.poll_deadline().map(|t| t + Duration::from_nanos(1));
+        [retry, heartbeat, session, poll]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 

@@ -6,6 +6,11 @@
 //! Only offsets of records already handed to the application are committed, with the leader
 //! epoch of the record (KIP-320). One commit is in flight at a time, in order, so committed
 //! offsets never move backwards unless the application seeked back.
+//!
+//! The application's commits and its lookups of committed offsets (any partition, owned or
+//! not) each have a deadline (`default.api.timeout.ms`): retriable errors are retried until
+//! then, and the timeout names the last cause seen. A coordinator that moved is reported, so
+//! that the consumer finds it again.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -49,7 +54,23 @@ pub enum CommitError {
     /// The consumer is not in a group generation that may commit.
     #[error("not a member of a live group generation; no commit is possible")]
     NotMember,
+    /// Not done within `default.api.timeout.ms`; `last` is the last cause seen.
+    #[error("not done within default.api.timeout.ms{}", last.as_deref().map(|l| format!(" (last: {l})")).unwrap_or_default())]
+    Timeout {
+        /// The last error or condition seen while retrying, if any.
+        last: Option<String>,
+    },
+    /// The consumer was closed, or its driver stopped.
+    #[error("the consumer is closed")]
+    Closed,
 }
+
+/// A lookup's id, returned by [`Offsets::lookup`] and repeated in its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LookupId(pub u64);
+
+/// The committed offsets a lookup found (`None`: nothing committed).
+pub type LookupResult = Result<Vec<(TopicPartition, Option<Committed>)>, CommitError>;
 
 /// What the consumer must act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +80,8 @@ pub enum OffsetEvent {
     Fetched(Vec<(TopicPartition, Option<Committed>)>),
     /// A commit ended.
     Commit(CommitId, Result<(), CommitError>),
+    /// A lookup of committed offsets ended.
+    Looked(LookupId, LookupResult),
 }
 
 /// A request for the coordinator.
@@ -76,6 +99,26 @@ struct Commit {
     offsets: BTreeMap<TopicPartition, Committed>,
     /// An automatic commit: its failure is not reported.
     auto: bool,
+    /// When it fails with a timeout (the application's commits).
+    deadline: Option<Instant>,
+    /// Its outcome went out already (it timed out while in flight).
+    reported: bool,
+}
+
+/// The application's lookup of committed offsets.
+#[derive(Debug)]
+struct Lookup {
+    id: LookupId,
+    tps: Vec<TopicPartition>,
+    deadline: Option<Instant>,
+    reported: bool,
+}
+
+/// The OffsetFetch in flight: for newly assigned partitions, or for a lookup.
+#[derive(Debug)]
+enum Fetching {
+    Assigned(Vec<TopicPartition>),
+    Lookup(Lookup),
 }
 
 /// The offsets side of a group member.
@@ -87,7 +130,9 @@ pub struct Offsets {
     consumed: BTreeMap<TopicPartition, Committed>,
     committed: BTreeMap<TopicPartition, Committed>,
     to_fetch: BTreeSet<TopicPartition>,
-    fetching: Option<Vec<TopicPartition>>,
+    fetching: Option<Fetching>,
+    lookups: VecDeque<Lookup>,
+    next_lookup: u64,
     commits: VecDeque<Commit>,
     committing: bool,
     next_commit: u64,
@@ -95,6 +140,10 @@ pub struct Offsets {
     retry_backoff: Duration,
     retry_at: Option<Instant>,
     events: VecDeque<OffsetEvent>,
+    /// The last error seen, for timeouts to name.
+    last_error: Option<String>,
+    /// The coordinator answered that it is not (or not yet) the coordinator.
+    coordinator_moved: bool,
 }
 
 impl Offsets {
@@ -114,6 +163,8 @@ impl Offsets {
             committed: BTreeMap::new(),
             to_fetch: BTreeSet::new(),
             fetching: None,
+            lookups: VecDeque::new(),
+            next_lookup: 0,
             commits: VecDeque::new(),
             committing: false,
             next_commit: 0,
@@ -121,6 +172,8 @@ impl Offsets {
             retry_backoff,
             retry_at: None,
             events: VecDeque::new(),
+            last_error: None,
+            coordinator_moved: false,
         }
     }
 
@@ -158,29 +211,129 @@ impl Offsets {
         self.consumed.insert(tp.clone(), c);
     }
 
+    /// Forgets what was consumed of `tp` (a seek to a position not known yet): commits carry
+    /// nothing for it until records are read again.
+    pub fn forget_consumed(&mut self, tp: &TopicPartition) {
+        self.consumed.remove(tp);
+    }
+
     /// The last committed offset known for `tp`.
     pub fn committed(&self, tp: &TopicPartition) -> Option<Committed> {
         self.committed.get(tp).copied()
     }
 
-    /// Commits everything consumed and not yet committed.
+    /// Commits everything consumed and not yet committed, with no deadline.
     pub fn commit(&mut self) -> CommitId {
-        self.enqueue(false)
+        self.enqueue(false, None)
     }
 
-    fn enqueue(&mut self, auto: bool) -> CommitId {
+    /// Commits everything consumed and not yet committed; retriable errors are retried until
+    /// `deadline`, when it fails with [`CommitError::Timeout`].
+    pub fn commit_by(&mut self, deadline: Instant) -> CommitId {
+        self.enqueue(false, Some(deadline))
+    }
+
+    fn enqueue(&mut self, auto: bool, deadline: Option<Instant>) -> CommitId {
         let id = CommitId(self.next_commit);
         self.next_commit += 1;
         // What is already committed when the commit goes out is dropped then, in
         // `poll_request`: an earlier commit still in flight may cover it.
         let offsets = self.consumed.clone();
-        self.commits.push_back(Commit { id, offsets, auto });
+        self.commits.push_back(Commit {
+            id,
+            offsets,
+            auto,
+            deadline,
+            reported: false,
+        });
+        id
+    }
+
+    /// Looks up the committed offsets of `tps` (owned or not), until `deadline`.
+    pub fn lookup(&mut self, tps: Vec<TopicPartition>, deadline: Option<Instant>) -> LookupId {
+        let id = LookupId(self.next_lookup);
+        self.next_lookup += 1;
+        self.lookups.push_back(Lookup {
+            id,
+            tps,
+            deadline,
+            reported: false,
+        });
         id
     }
 
     /// Whether commits or fetches are waiting to be sent or answered (close waits for them).
     pub fn busy(&self) -> bool {
-        self.committing || !self.commits.is_empty() || self.fetching.is_some()
+        self.committing
+            || !self.commits.is_empty()
+            || self.fetching.is_some()
+            || !self.lookups.is_empty()
+    }
+
+    /// Whether a request waits to go to the coordinator (so it must be found, even by a
+    /// consumer outside group management).
+    pub fn wants_coordinator(&self) -> bool {
+        !self.commits.is_empty() || !self.to_fetch.is_empty() || !self.lookups.is_empty()
+    }
+
+    /// Whether a coordinator answered that it is not one (or not available) since the last
+    /// call: the consumer must find it again.
+    pub fn take_coordinator_moved(&mut self) -> bool {
+        std::mem::take(&mut self.coordinator_moved)
+    }
+
+    /// Commits that cannot be sent now (the consumer is in no generation that may commit)
+    /// fail at once, rather than wait.
+    pub fn fail_queued_commits(&mut self) {
+        let first = usize::from(self.committing);
+        while self.commits.len() > first {
+            let c = self.commits.remove(first).expect("checked");
+            self.finish(c, Err(CommitError::NotMember));
+        }
+    }
+
+    /// Time passed: commits and lookups past their deadline fail with a timeout.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let last = self.last_error.clone();
+        let expired = |d: Option<Instant>| d.is_some_and(|d| d <= now);
+        let mut i = 0;
+        while i < self.commits.len() {
+            let c = &mut self.commits[i];
+            if c.reported || !expired(c.deadline) {
+                i += 1;
+                continue;
+            }
+            if i == 0 && self.committing {
+                // In flight: its answer is awaited only to keep order.
+                c.reported = true;
+                let id = c.id;
+                self.events.push_back(OffsetEvent::Commit(
+                    id,
+                    Err(CommitError::Timeout { last: last.clone() }),
+                ));
+                i += 1;
+                continue;
+            }
+            let c = self.commits.remove(i).expect("checked");
+            self.finish(c, Err(CommitError::Timeout { last: last.clone() }));
+        }
+        let mut kept = VecDeque::new();
+        for l in std::mem::take(&mut self.lookups) {
+            if expired(l.deadline) {
+                let result = Err(CommitError::Timeout { last: last.clone() });
+                self.events.push_back(OffsetEvent::Looked(l.id, result));
+            } else {
+                kept.push_back(l);
+            }
+        }
+        self.lookups = kept;
+        if let Some(Fetching::Lookup(l)) = &mut self.fetching {
+            if !l.reported && expired(l.deadline) {
+                l.reported = true;
+                let result = Err(CommitError::Timeout { last });
+                self.events.push_back(OffsetEvent::Looked(l.id, result));
+            }
+        }
     }
 
     /// The next request, given the member's generation (commits need a live one).
@@ -200,7 +353,7 @@ impl Offsets {
                 .iter()
                 .any(|(tp, c)| self.committed.get(tp) != Some(c))
             {
-                self.enqueue(true);
+                self.enqueue(true, None);
             }
         }
         if !self.committing {
@@ -228,8 +381,15 @@ impl Offsets {
         if self.fetching.is_none() && !self.to_fetch.is_empty() {
             let tps: Vec<TopicPartition> = std::mem::take(&mut self.to_fetch).into_iter().collect();
             let req = self.fetch_request(&tps);
-            self.fetching = Some(tps);
+            self.fetching = Some(Fetching::Assigned(tps));
             return Some(OffsetRequest::Fetch(req));
+        }
+        if self.fetching.is_none() {
+            if let Some(l) = self.lookups.pop_front() {
+                let req = self.fetch_request(&l.tps);
+                self.fetching = Some(Fetching::Lookup(l));
+                return Some(OffsetRequest::Fetch(req));
+            }
         }
         None
     }
@@ -310,9 +470,21 @@ impl Offsets {
             self.committed.extend(c.offsets);
         }
         // An automatic commit reports nothing: a failed one is retried by the next.
-        if !c.auto {
+        if !c.auto && !c.reported {
             self.events.push_back(OffsetEvent::Commit(c.id, result));
         }
+    }
+
+    /// Notes a retriable error: the last cause a timeout names, and whether the coordinator
+    /// moved.
+    fn note_error(&mut self, e: ErrorCode) {
+        if matches!(
+            e,
+            ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable
+        ) {
+            self.coordinator_moved = true;
+        }
+        self.last_error = Some(format!("the coordinator answered {e}"));
     }
 
     /// The answer to the request in flight (OffsetFetch or OffsetCommit).
@@ -328,9 +500,14 @@ impl Offsets {
                     .find_map(|p| ErrorCode::from_code(p.error_code));
                 match error {
                     None => self.finish(c, Ok(())),
-                    Some(e) if is_retriable_commit(e) => {
+                    Some(e) if is_retriable_commit(e) && !c.reported => {
+                        self.note_error(e);
                         self.commits.push_front(c);
                         self.retry_at = Some(now + self.retry_backoff);
+                    }
+                    Some(e) if is_retriable_commit(e) => {
+                        // Timed out already: its outcome went out.
+                        self.note_error(e);
                     }
                     Some(
                         e @ (ErrorCode::RebalanceInProgress
@@ -342,7 +519,7 @@ impl Offsets {
                 }
             }
             ResponseBody::OffsetFetch(r) => {
-                let Some(asked) = self.fetching.take() else {
+                let Some(fetching) = self.fetching.take() else {
                     return;
                 };
                 // v8+ nests the answer in a group; older versions are flat. The two shapes
@@ -366,47 +543,85 @@ impl Offsets {
                     Some(g) => (g.error_code, answers!(g.topics)),
                     None => (r.error_code, answers!(r.topics)),
                 };
-                if group_error != 0 {
+                if let Some(e) = ErrorCode::from_code(group_error) {
                     // COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, UNSTABLE_OFFSET_COMMIT...:
                     // ask again after the backoff.
-                    self.to_fetch.extend(asked);
-                    self.retry_at = Some(now + self.retry_backoff);
+                    self.note_error(e);
+                    self.retry(fetching, now);
                     return;
                 }
                 let mut out = Vec::new();
+                let mut again = Vec::new();
+                let asked = match &fetching {
+                    Fetching::Assigned(tps) => tps,
+                    Fetching::Lookup(l) => &l.tps,
+                };
                 for tp in asked {
-                    let found = parts.iter().find(|p| p.tp == tp);
+                    let found = parts.iter().find(|p| &p.tp == tp);
                     match found {
                         Some(p) if p.error != 0 => {
-                            self.to_fetch.insert(tp);
-                            self.retry_at = Some(now + self.retry_backoff);
+                            if let Some(e) = ErrorCode::from_code(p.error) {
+                                self.note_error(e);
+                            }
+                            again.push(tp.clone());
                         }
                         Some(p) if p.offset >= 0 => {
                             let c = Committed {
                                 offset: p.offset,
                                 leader_epoch: p.epoch,
                             };
-                            self.committed.insert(tp.clone(), c);
-                            out.push((tp, Some(c)));
+                            out.push((tp.clone(), Some(c)));
                         }
-                        _ => out.push((tp, None)),
+                        _ => out.push((tp.clone(), None)),
                     }
                 }
-                if !out.is_empty() {
-                    self.events.push_back(OffsetEvent::Fetched(out));
+                match fetching {
+                    Fetching::Assigned(_) => {
+                        for (tp, c) in &out {
+                            if let Some(c) = c {
+                                self.committed.insert(tp.clone(), *c);
+                            }
+                        }
+                        if !again.is_empty() {
+                            self.retry(Fetching::Assigned(again), now);
+                        }
+                        if !out.is_empty() {
+                            self.events.push_back(OffsetEvent::Fetched(out));
+                        }
+                    }
+                    // A lookup answers whole, or is asked again.
+                    Fetching::Lookup(l) if !again.is_empty() => {
+                        self.retry(Fetching::Lookup(l), now)
+                    }
+                    Fetching::Lookup(l) if l.reported => {}
+                    Fetching::Lookup(l) => {
+                        self.events.push_back(OffsetEvent::Looked(l.id, Ok(out)))
+                    }
                 }
             }
             _ => debug_assert!(false, "a response that does not answer the request"),
         }
     }
 
+    /// An OffsetFetch is asked again after the backoff (a lookup that timed out meanwhile
+    /// is dropped).
+    fn retry(&mut self, fetching: Fetching, now: Instant) {
+        self.retry_at = Some(now + self.retry_backoff);
+        match fetching {
+            Fetching::Assigned(tps) => self.to_fetch.extend(tps),
+            Fetching::Lookup(l) if l.reported => {}
+            Fetching::Lookup(l) => self.lookups.push_front(l),
+        }
+    }
+
     /// The request in flight got no answer: it is asked again (a commit keeps its place).
     pub fn handle_failure(&mut self, commit: bool, now: Instant) {
+        self.last_error = Some("the connection to the coordinator failed".into());
         self.retry_at = Some(now + self.retry_backoff);
         if commit {
             self.committing = false;
-        } else if let Some(asked) = self.fetching.take() {
-            self.to_fetch.extend(asked);
+        } else if let Some(fetching) = self.fetching.take() {
+            self.retry(fetching, now);
         }
     }
 
@@ -415,9 +630,25 @@ impl Offsets {
         self.events.pop_front()
     }
 
-    /// The next automatic commit or retry. A pure query.
+    /// The next automatic commit, retry or deadline. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_auto.into_iter().chain(self.retry_at).min()
+        let commits = self
+            .commits
+            .iter()
+            .filter(|c| !c.reported)
+            .filter_map(|c| c.deadline);
+        let lookups = self.lookups.iter().filter_map(|l| l.deadline);
+        let looking = match &self.fetching {
+            Some(Fetching::Lookup(l)) if !l.reported => l.deadline,
+            _ => None,
+        };
+        self.next_auto
+            .into_iter()
+            .chain(self.retry_at)
+            .chain(commits)
+            .chain(lookups)
+            .chain(looking)
+            .min()
     }
 }
 

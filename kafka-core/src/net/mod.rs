@@ -425,6 +425,27 @@ impl<T> Network<T> {
         )
     }
 
+    /// [`Network::send`], waiting `timeout` for the response instead of `request.timeout.ms`
+    /// (a JoinGroup, which the coordinator holds for up to the rebalance timeout).
+    pub fn send_timeout<R: Request>(
+        &mut self,
+        conn: ConnId,
+        request: &R,
+        tag: T,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<i16, SendError> {
+        self.send_impl(
+            conn,
+            request,
+            tag,
+            true,
+            R::API_KEY.max_version(),
+            timeout,
+            now,
+        )
+    }
+
     /// [`Network::send`], at no version above `max_version` (for requests whose newest
     /// version needs data the caller lacks, such as Produce v13's topic ids).
     pub fn send_at_most<R: Request>(
@@ -434,6 +455,29 @@ impl<T> Network<T> {
         tag: T,
         expect_response: bool,
         max_version: i16,
+        now: Instant,
+    ) -> Result<i16, SendError> {
+        let timeout = self.cfg.request_timeout;
+        self.send_impl(
+            conn,
+            request,
+            tag,
+            expect_response,
+            max_version,
+            timeout,
+            now,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn send_impl<R: Request>(
+        &mut self,
+        conn: ConnId,
+        request: &R,
+        tag: T,
+        expect_response: bool,
+        max_version: i16,
+        timeout: Duration,
         now: Instant,
     ) -> Result<i16, SendError> {
         let max = self.cfg.max_in_flight;
@@ -455,6 +499,7 @@ impl<T> Network<T> {
             request,
             version,
             expect_response.then_some(Tag::User(tag)),
+            timeout,
             now,
         )?;
         Ok(version)
@@ -484,6 +529,7 @@ impl<T> Network<T> {
         request: &R,
         version: i16,
         tag: Option<Tag<T>>,
+        timeout: Duration,
         now: Instant,
     ) -> Result<(), SendError> {
         let correlation_id = self.next_correlation;
@@ -498,7 +544,7 @@ impl<T> Network<T> {
         }
         // A little over the last size: a batch may grow by a few records between requests.
         self.frame_hint[key] = enc.len() + enc.len() / 8;
-        let deadline = now + self.cfg.request_timeout;
+        let deadline = now + timeout;
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
         if let Some(tag) = tag {
             c.in_flight.push_back(InFlight {
@@ -566,7 +612,14 @@ impl<T> Network<T> {
             ..Default::default()
         };
         if self
-            .write(conn, &req, version, Some(Tag::Handshake), now)
+            .write(
+                conn,
+                &req,
+                version,
+                Some(Tag::Handshake),
+                self.cfg.request_timeout,
+                now,
+            )
             .is_err()
         {
             self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, true);

@@ -93,6 +93,17 @@ impl Coordinator {
         self.ready.pop_front()
     }
 
+    /// A group's members, and whether it is stable (not rebalancing).
+    pub(crate) fn members(&self, group: &str) -> (Vec<String>, bool) {
+        match self.groups.get(group) {
+            Some(g) => (
+                g.members.keys().cloned().collect(),
+                g.phase == Phase::Stable,
+            ),
+            None => (Vec::new(), false),
+        }
+    }
+
     pub(crate) fn committed(&self, group: &str, topic: &str, p: i32) -> Option<(i64, i32)> {
         self.offsets
             .get(&(group.to_owned(), topic.to_owned(), p))

@@ -596,6 +596,12 @@ impl SimCluster {
         self.coordinator.committed(group, topic, partition)
     }
 
+    /// A group's member ids, and whether the group is stable (every member synced to the
+    /// current generation).
+    pub fn group_members(&self, group: &str) -> (Vec<String>, bool) {
+        self.coordinator.members(group)
+    }
+
     /// Every assignment the coordinator handed out: (group, generation, member, assignment
     /// bytes in the ConsumerProtocol format).
     pub fn assignments(&self) -> &[(String, i32, String, Bytes)] {

@@ -36,7 +36,7 @@ impl Dice {
     }
 
     /// The next number.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -46,7 +46,7 @@ impl Dice {
 
     /// A number below `n`.
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
 }
 
@@ -271,7 +271,9 @@ impl ConsumerApp {
         settings.extend_from_slice(extra);
         let cfg = ConsumerConfig::from_map(settings).expect("valid simulation settings");
         let mut fetcher = Fetcher::new(cfg);
-        fetcher.subscribe(vec!["t".into()], now);
+        fetcher
+            .subscribe(vec!["t".into()], now)
+            .expect("the simulation's consumers have a group.id");
         ConsumerApp {
             fetcher,
             id,

@@ -6,14 +6,14 @@
 //! moving on.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
 use kafka_core::group::payload::decode_assignment;
 use kafka_core::producer::{Certainty, Outcome};
 use kafka_core::Instant;
-use kafka_sim::ClusterConfig;
+use kafka_sim::{ClusterConfig, SimCluster};
 
 use super::apps::{ConsumerApp, Ledger, ProducerApp};
 use super::faults::{Fault, Faults};
@@ -44,7 +44,8 @@ impl std::fmt::Display for Failure {
     }
 }
 
-const PARTITIONS: i32 = 3;
+/// Partitions of the simulated topic "t".
+pub const PARTITIONS: i32 = 3;
 /// Producers send until then; faults stop then too.
 const STOP_SENDING: Duration = Duration::from_secs(6);
 const FAULTS_END: Duration = Duration::from_secs(7);
@@ -80,7 +81,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
 }
 
 /// The API versions of a Kafka 2.x broker, roughly.
-fn older_versions() -> Vec<(i16, i16, i16)> {
+pub fn older_versions() -> Vec<(i16, i16, i16)> {
     use kafka_core::proto::api::ApiKey;
     ApiKey::ALL
         .iter()
@@ -311,23 +312,42 @@ fn check_commits(
     ledger: &Rc<RefCell<Ledger>>,
     seen: &mut BTreeMap<i32, i64>,
 ) -> Result<(), Failure> {
+    commits_move_forward(
+        &w.cluster,
+        &ledger.borrow().handed,
+        &mut BTreeMap::new(),
+        seen,
+    )
+}
+
+/// Group "g"'s committed offsets of "t" never move backwards (`seen` holds the last ones),
+/// and each is just past a record some member was `handed`.
+///
+/// A member that seeked back may move it back once per seek, to no lower than where it
+/// seeked (`rewinds`, used up as they allow a move).
+pub fn commits_move_forward(
+    cluster: &SimCluster,
+    handed: &BTreeMap<i32, BTreeSet<i64>>,
+    rewinds: &mut BTreeMap<i32, Vec<i64>>,
+    seen: &mut BTreeMap<i32, i64>,
+) -> Result<(), Failure> {
     for p in 0..PARTITIONS {
-        let Some((offset, _)) = w.cluster.committed_offset("g", "t", p) else {
+        let Some((offset, _)) = cluster.committed_offset("g", "t", p) else {
             continue;
         };
         let before = seen.insert(p, offset).unwrap_or(0);
-        if offset < before {
+        let seeks = rewinds.entry(p).or_default();
+        let rewound = seeks.iter().position(|to| *to <= offset);
+        if let (true, Some(i)) = (offset < before, rewound) {
+            seeks.swap_remove(i);
+        } else if offset < before {
             return Err(Failure::new(format!(
                 "t-{p}: the committed offset moved back from {before} to {offset}"
             )));
         }
         if offset > before
             && offset > 0
-            && !ledger
-                .borrow()
-                .handed
-                .get(&p)
-                .is_some_and(|h| h.contains(&(offset - 1)))
+            && !handed.get(&p).is_some_and(|h| h.contains(&(offset - 1)))
         {
             return Err(Failure::new(format!(
                 "t-{p}: offset {offset} committed, but record {} was never handed out",
@@ -352,18 +372,56 @@ fn unsettled(w: &World, ledger: &Rc<RefCell<Ledger>>) -> String {
             }
         }
     }
-    let ledger = ledger.borrow();
+    why.extend(unread(&w.cluster, &ledger.borrow().handed));
+    why.join("; ")
+}
+
+/// The partitions of "t" with committed records no member was `handed`.
+pub fn unread(cluster: &SimCluster, handed: &BTreeMap<i32, BTreeSet<i64>>) -> Vec<String> {
+    let mut why = Vec::new();
     for p in 0..PARTITIONS {
         // The log holds every offset below the high watermark (no compaction, no
         // transactions), so the count of those handed out tells what is missing.
-        let hw = w.cluster.high_watermark("t", p);
-        let handed = ledger.handed.get(&p).map_or(0, |h| h.range(..hw).count());
-        let missing = hw as usize - handed;
+        let hw = cluster.high_watermark("t", p);
+        let read = handed.get(&p).map_or(0, |h| h.range(..hw).count());
+        let missing = hw as usize - read;
         if missing > 0 {
             why.push(format!("t-{p}: {missing} committed records not consumed"));
         }
     }
-    why.join("; ")
+    why
+}
+
+/// The committed log of "t" by value: the (partition, offset) of each copy.
+pub fn log_by_value(cluster: &SimCluster) -> BTreeMap<String, Vec<(i32, i64)>> {
+    let mut log: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
+    for p in 0..PARTITIONS {
+        for (offset, value) in cluster.committed_records("t", p) {
+            let v = String::from_utf8_lossy(value.as_deref().unwrap_or_default()).into_owned();
+            log.entry(v).or_default().push((p, offset));
+        }
+    }
+    log
+}
+
+/// No partition had two owners in one generation.
+pub fn one_owner_per_generation(cluster: &SimCluster) -> Result<(), Failure> {
+    let mut owners: BTreeMap<(i32, (String, i32)), String> = BTreeMap::new();
+    for (_, generation, member, bytes) in cluster.assignments() {
+        let tps = decode_assignment(bytes)
+            .map_err(|e| Failure::new(format!("an assignment did not decode: {e}")))?;
+        for tp in tps {
+            if let Some(other) = owners.insert((*generation, tp.clone()), member.clone()) {
+                if &other != member {
+                    return Err(Failure::new(format!(
+                        "{}-{} owned by {other} and {member} in generation {generation}",
+                        tp.0, tp.1
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_final(
@@ -372,14 +430,7 @@ fn check_final(
     report: &mut Report,
 ) -> Result<(), Failure> {
     let ledger = ledger.borrow();
-    // The log, by value: (partition, offset) of each copy.
-    let mut log: BTreeMap<String, Vec<(i32, i64)>> = BTreeMap::new();
-    for p in 0..PARTITIONS {
-        for (offset, value) in w.cluster.committed_records("t", p) {
-            let v = String::from_utf8_lossy(value.as_deref().unwrap_or_default()).into_owned();
-            log.entry(v).or_default().push((p, offset));
-        }
-    }
+    let log = log_by_value(&w.cluster);
     for (producer, sent) in &ledger.sent {
         let idempotent = *producer == 0;
         let mut last_per_partition: BTreeMap<i32, (i64, u64)> = BTreeMap::new();
@@ -444,21 +495,5 @@ fn check_final(
             }
         }
     }
-    // No partition had two owners in one generation.
-    let mut owners: BTreeMap<(i32, (String, i32)), String> = BTreeMap::new();
-    for (_, generation, member, bytes) in w.cluster.assignments() {
-        let tps = decode_assignment(bytes)
-            .map_err(|e| Failure::new(format!("an assignment did not decode: {e}")))?;
-        for tp in tps {
-            if let Some(other) = owners.insert((*generation, tp.clone()), member.clone()) {
-                if &other != member {
-                    return Err(Failure::new(format!(
-                        "{}-{} owned by {other} and {member} in generation {generation}",
-                        tp.0, tp.1
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
+    one_owner_per_generation(&w.cluster)
 }

@@ -14,9 +14,9 @@ use kafka_core::net::{ConnId, Machine, Output, Transmit};
 use kafka_core::Instant;
 use kafka_sim::{BrokerWrite, ClusterConfig, ConnKey, Delivery, NetConfig, SimCluster, SimNet};
 
-mod apps;
-mod check;
-mod faults;
+pub mod apps;
+pub mod check;
+pub mod faults;
 
 pub use apps::{ConsumerApp, ProducerApp};
 pub use check::Failure;
@@ -333,7 +333,7 @@ impl World {
 }
 
 /// The requests in a client's write, by API name (for the trace).
-fn requests(bytes: &[u8]) -> String {
+pub fn requests(bytes: &[u8]) -> String {
     let mut names = Vec::new();
     let mut rest = bytes;
     while rest.len() >= 6 {
@@ -381,3 +381,55 @@ impl<M: Machine> MachineLike for M {
 }
 
 pub use check::run;
+
+/// What a sweep gives back: each seed's report, the failures as (seed, message), the wall
+/// time.
+pub type Swept<T> = (Vec<(u64, T)>, Vec<(u64, String)>, Duration);
+
+/// Runs `run` for seeds `start..start + n` on every core, printing progress; returns each
+/// seed's report and the failures as (seed, message, sorted by seed), and the wall time.
+pub fn sweep<T: Send>(
+    start: u64,
+    n: u64,
+    run: impl Fn(u64) -> Result<T, Failure> + Sync,
+) -> Swept<T> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+    let next = AtomicU64::new(start);
+    let done = AtomicU64::new(0);
+    let began = std::time::Instant::now();
+    let results = std::sync::Mutex::new((Vec::new(), Vec::new()));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= start + n {
+                    return;
+                }
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(seed)));
+                let mut r = results.lock().unwrap_or_else(|e| e.into_inner());
+                match outcome {
+                    Ok(Ok(report)) => r.0.push((seed, report)),
+                    Ok(Err(f)) => r.1.push((seed, f.message)),
+                    Err(p) => {
+                        let msg = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        r.1.push((seed, format!("panicked: {msg}")));
+                    }
+                }
+                drop(r);
+                let k = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if k.is_multiple_of(250) || k == n {
+                    eprintln!("  {k}/{n} seeds in {:.1} s", began.elapsed().as_secs_f64());
+                }
+            });
+        }
+    });
+    let (mut reports, mut failures) = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    reports.sort_by_key(|r: &(u64, T)| r.0);
+    failures.sort();
+    (reports, failures, began.elapsed())
+}

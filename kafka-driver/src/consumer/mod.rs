@@ -2,22 +2,28 @@
 //! hands over a partition's fetched batches undecoded, and the handle decodes them one by one
 //! on the caller's thread.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_channel::{mpsc, oneshot};
 use futures_util::stream::Stream;
 use kafka_core::config::{ConfigError, ConsumerConfig};
-use kafka_core::fetcher::{FetchError, FetchEvent, FetchedRecords, Fetcher, StartFrom};
-use kafka_core::group::offsets::{CommitError, CommitId};
+use kafka_core::fetcher::{
+    FetchError, FetchEvent, FetchedRecords, Fetcher, StartFrom, SubscribeError,
+};
+use kafka_core::group::offsets::CommitError;
 use kafka_core::proto::record::Headers;
 use kafka_core::proto::ErrorCode;
-use kafka_core::Instant;
 
-use crate::driver::{self, Session};
+use crate::driver;
 use crate::runtime::Runtime;
+
+mod session;
+
+use session::ConsumerSession;
 
 /// A record read from a partition.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +49,80 @@ pub struct ConsumerRecord {
 /// What the application has consumed since the driver last heard: (topic, partition, next
 /// offset, leader epoch of the record before it).
 type Progress = Vec<(String, i32, i64, i32)>;
+
+/// A rebalance listener (see [`Consumer::on_rebalance`]).
+type RebalanceListener = Box<dyn FnMut(&ConsumerEvent) + Send>;
+
+/// Committed offsets looked up, per partition (`None`: nothing committed).
+type Committed = Result<Vec<((String, i32), Option<i64>)>, CommitError>;
+
+/// An event the session hands over, with the number of times its partition was revoked or
+/// lost by then (records of a partition revoked since are not returned).
+pub(crate) struct Handed {
+    event: FetchEvent,
+    revocations: u64,
+}
+
+/// What the handle shares with its session without a round trip: evidence that the
+/// application polls, and the partitions revoked or lost.
+#[derive(Default)]
+pub(crate) struct HandleShared {
+    /// Calls of `next_event`, `recv` and `recv_batch`.
+    calls: AtomicU64,
+    /// The handle waits for the session's answer: the application is polling.
+    waiting: AtomicBool,
+    /// Revocations and losses so far, over all partitions (the handle looks at `revoked`
+    /// only when it moved).
+    epoch: AtomicU64,
+    /// Per partition, how often it was revoked or lost.
+    revoked: Mutex<BTreeMap<(String, i32), u64>>,
+}
+
+impl HandleShared {
+    fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    fn is_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    fn revoked_map(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, i32), u64>> {
+        self.revoked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session drops these partitions: what the handle is reading of them goes too.
+    fn revoked(&self, tps: &[(String, i32)]) {
+        let mut map = self.revoked_map();
+        for tp in tps {
+            *map.entry(tp.clone()).or_default() += 1;
+        }
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    fn revocations(&self, topic: &str, partition: i32) -> u64 {
+        self.revoked_map()
+            .get(&(topic.to_owned(), partition))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Marks the handle as waiting for its session while it lives.
+struct Waiting<'a>(&'a HandleShared);
+
+impl<'a> Waiting<'a> {
+    fn new(shared: &'a HandleShared) -> Self {
+        shared.waiting.store(true, Ordering::Relaxed);
+        Waiting(shared)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.store(false, Ordering::Relaxed);
+    }
+}
 
 /// What [`Consumer::next_event`] returns.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,8 +178,8 @@ pub(crate) enum Command {
     Pause(String, i32),
     Resume(String, i32),
     Position(String, i32, oneshot::Sender<Option<i64>>),
-    Committed(String, i32, oneshot::Sender<Option<i64>>),
-    Next(Progress, oneshot::Sender<FetchEvent>),
+    Committed(Vec<(String, i32)>, oneshot::Sender<Committed>),
+    Next(Progress, oneshot::Sender<Handed>),
     Subscribe(Vec<String>),
     Commit(Progress, oneshot::Sender<Result<(), CommitError>>),
     AckRevocation(Progress),
@@ -114,6 +194,8 @@ struct Reading {
     partition: i32,
     leader_epoch: Option<i32>,
     records: FetchedRecords,
+    /// How often the partition had been revoked or lost when these were handed over.
+    revocations: u64,
 }
 
 /// A Kafka consumer: in assign mode it reads chosen partitions from chosen positions; with
@@ -128,7 +210,19 @@ pub struct Consumer<R> {
     /// Next offsets of records returned since the driver last heard: what commits carry.
     progress: BTreeMap<(Arc<str>, i32), (i64, i32)>,
     /// The driver's answer to the last request for events, until it is taken.
-    asked: Option<oneshot::Receiver<FetchEvent>>,
+    asked: Option<oneshot::Receiver<Handed>>,
+    /// Shared with the session.
+    shared: Arc<HandleShared>,
+    /// `shared.epoch` when the handle last looked.
+    seen_epoch: u64,
+    /// `enable.auto.commit`: the handle acknowledges revocations itself.
+    auto_commit: bool,
+    /// Whether `group.id` is set.
+    has_group: bool,
+    /// The partitions the group gave this member, as the events handed out so far say.
+    assignment: BTreeSet<(Arc<str>, i32)>,
+    /// Called with every rebalance event the handle takes.
+    listener: Option<RebalanceListener>,
     _runtime: PhantomData<fn() -> R>,
 }
 
@@ -143,15 +237,21 @@ impl<R: Runtime> Consumer<R> {
     pub fn new(config: ConsumerConfig) -> Self {
         let (tx, rx) = mpsc::unbounded();
         let max_poll_records = config.max_poll_records.max(1) as usize;
+        let has_group = config.group_id.is_some();
+        let auto_commit = config.enable_auto_commit && has_group;
+        let shared = Arc::new(HandleShared::default());
         let session = ConsumerSession {
             core: Fetcher::new(config),
             ready: VecDeque::new(),
             waiting: None,
             commits: BTreeMap::new(),
+            lookups: BTreeMap::new(),
             closers: Vec::new(),
             finished: false,
+            shared: shared.clone(),
+            seen_calls: 0,
         };
-        R::spawn(driver::run::<R, _>(session, rx, std::time::Instant::now()));
+        R::spawn(driver::run::<R, _>(session, rx));
         Consumer {
             commands: tx,
             reading: None,
@@ -159,6 +259,12 @@ impl<R: Runtime> Consumer<R> {
             max_poll_records,
             progress: BTreeMap::new(),
             asked: None,
+            shared,
+            seen_epoch: 0,
+            auto_commit,
+            has_group,
+            assignment: BTreeSet::new(),
+            listener: None,
             _runtime: PhantomData,
         }
     }
@@ -186,9 +292,19 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Joins the consumer group (`group.id` must be set) subscribed to `topics`.
-    pub fn subscribe<T: Into<String>>(&mut self, topics: impl IntoIterator<Item = T>) {
-        let topics = topics.into_iter().map(Into::into).collect();
+    pub fn subscribe<T: Into<String>>(
+        &mut self,
+        topics: impl IntoIterator<Item = T>,
+    ) -> Result<(), SubscribeError> {
+        let topics: Vec<String> = topics.into_iter().map(Into::into).collect();
+        if !self.has_group {
+            return Err(SubscribeError::NoGroupId);
+        }
+        if topics.is_empty() {
+            return Err(SubscribeError::NoTopics);
+        }
         self.send(Command::Subscribe(topics));
+        Ok(())
     }
 
     fn take_progress(&mut self) -> Progress {
@@ -212,7 +328,7 @@ impl<R: Runtime> Consumer<R> {
         let (tx, rx) = oneshot::channel();
         let progress = self.take_progress();
         self.send(Command::Commit(progress, tx));
-        async move { rx.await.unwrap_or(Err(CommitError::NotMember)) }
+        async move { rx.await.unwrap_or(Err(CommitError::Closed)) }
     }
 
     /// Acknowledges a [`ConsumerEvent::Revoking`]: the rebalance goes on.
@@ -227,10 +343,12 @@ impl<R: Runtime> Consumer<R> {
         let progress = self.take_progress();
         self.send(Command::Close(progress, tx));
         // The driver bounds the leave by request.timeout.ms; `timeout` bounds the caller.
-        let _ = with_deadline(rx, timeout).await;
+        let _ = with_deadline::<R, _>(rx, timeout).await;
     }
 
-    /// Moves a partition's position; records of it not yet returned are dropped.
+    /// Moves a partition's position; records of it not yet returned are dropped. Commits
+    /// carry the new position from then on (for `Earliest` and `Latest`, nothing until
+    /// records of it are read again), as Java's do.
     pub fn seek(&mut self, topic: &str, partition: i32, start: StartFrom) {
         if self
             .reading
@@ -239,6 +357,7 @@ impl<R: Runtime> Consumer<R> {
         {
             self.reading = None;
         }
+        self.progress.remove(&(Arc::from(topic), partition));
         self.send(Command::Seek(topic.to_owned(), partition, start));
     }
 
@@ -264,11 +383,27 @@ impl<R: Runtime> Consumer<R> {
         rx.await.ok().flatten()
     }
 
-    /// The last committed offset of a partition of the group, if known.
-    pub async fn committed(&self, topic: &str, partition: i32) -> Option<i64> {
+    /// The group's committed offset of a partition (whether this consumer holds it or not),
+    /// asked of the group coordinator: `None` if nothing is committed. Retriable errors are
+    /// retried for up to `default.api.timeout.ms`.
+    pub async fn committed(&self, topic: &str, partition: i32) -> Result<Option<i64>, CommitError> {
+        let found = self
+            .committed_offsets([(topic.to_owned(), partition)])
+            .await?;
+        Ok(found.into_iter().next().and_then(|(_, o)| o))
+    }
+
+    /// [`Consumer::committed`] for several partitions at once, in one request.
+    pub async fn committed_offsets(
+        &self,
+        partitions: impl IntoIterator<Item = (String, i32)>,
+    ) -> Result<Vec<((String, i32), Option<i64>)>, CommitError> {
+        if !self.has_group {
+            return Err(CommitError::NotMember);
+        }
         let (tx, rx) = oneshot::channel();
-        self.send(Command::Committed(topic.to_owned(), partition, tx));
-        rx.await.ok().flatten()
+        self.send(Command::Committed(partitions.into_iter().collect(), tx));
+        rx.await.unwrap_or(Err(CommitError::Closed))
     }
 
     /// The next records: at least one, at most `max.poll.records`, of whatever is already
@@ -304,6 +439,16 @@ impl<R: Runtime> Consumer<R> {
     /// The next record of the fetched batches being read, decoding as it goes. A corrupt record
     /// stops its partition, in the driver too.
     fn next_read(&mut self) -> Option<Result<ConsumerRecord, ConsumeError>> {
+        let epoch = self.shared.epoch.load(Ordering::Acquire);
+        if epoch != self.seen_epoch {
+            // A partition was revoked or lost: none of its records go out any more.
+            self.seen_epoch = epoch;
+            if let Some(r) = &self.reading {
+                if self.shared.revocations(&r.topic, r.partition) != r.revocations {
+                    self.reading = None;
+                }
+            }
+        }
         let reading = self.reading.as_mut()?;
         match reading.records.next() {
             Some(Ok(r)) => {
@@ -345,6 +490,7 @@ impl<R: Runtime> Consumer<R> {
 
     /// The next record or event. Cancel-safe: dropping the future loses nothing.
     pub async fn next_event(&mut self) -> Result<ConsumerEvent, ConsumeError> {
+        self.shared.calls.fetch_add(1, Ordering::Relaxed);
         loop {
             if let Some(e) = self.deferred.take() {
                 return Err(e);
@@ -362,9 +508,13 @@ impl<R: Runtime> Consumer<R> {
                     .map_err(|_| ConsumeError::Closed)?;
                 self.asked = Some(rx);
             }
-            let reply = self.asked.as_mut().expect("set above").await;
+            let reply = {
+                let _waiting = Waiting::new(&self.shared);
+                self.asked.as_mut().expect("set above").await
+            };
             self.asked = None;
-            match reply.map_err(|_| ConsumeError::Closed)? {
+            let Handed { event, revocations } = reply.map_err(|_| ConsumeError::Closed)?;
+            match event {
                 FetchEvent::Records {
                     topic,
                     partition,
@@ -372,11 +522,17 @@ impl<R: Runtime> Consumer<R> {
                     leader_epoch,
                     ..
                 } => {
+                    if self.shared.revocations(&topic, partition) != revocations {
+                        // Revoked or lost since it was handed over (it waited in the answer
+                        // while the application was away): not returned.
+                        continue;
+                    }
                     self.reading = Some(Reading {
                         topic: topic.into(),
                         partition,
                         leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
                         records,
+                        revocations,
                     });
                 }
                 FetchEvent::EndOfPartition {
@@ -401,14 +557,60 @@ impl<R: Runtime> Consumer<R> {
                         error,
                     })
                 }
-                FetchEvent::Assigned(tps) => return Ok(ConsumerEvent::Assigned(tps)),
-                FetchEvent::Revoking(tps) => return Ok(ConsumerEvent::Revoking(tps)),
-                FetchEvent::Lost(tps) => return Ok(ConsumerEvent::Lost(tps)),
+                FetchEvent::Assigned(tps) => {
+                    for (t, p) in &tps {
+                        self.assignment.insert((t.as_str().into(), *p));
+                    }
+                    return Ok(self.rebalanced(ConsumerEvent::Assigned(tps)));
+                }
+                FetchEvent::Revoking(tps) => {
+                    self.unassign(&tps);
+                    if self.auto_commit {
+                        // Automatic commits acknowledge for the application, with what it
+                        // took of the partitions so far (as Java commits in its
+                        // revocation, before the listener runs).
+                        self.ack_revocation();
+                    }
+                    return Ok(self.rebalanced(ConsumerEvent::Revoking(tps)));
+                }
+                FetchEvent::Lost(tps) => {
+                    self.unassign(&tps);
+                    return Ok(self.rebalanced(ConsumerEvent::Lost(tps)));
+                }
                 FetchEvent::GroupFailed(e) => return Err(ConsumeError::Group(e)),
                 // Commits and leaving are answered to their callers by the driver.
                 _ => {}
             }
         }
+    }
+
+    /// Tells the listener about a rebalance event on its way out.
+    fn rebalanced(&mut self, ev: ConsumerEvent) -> ConsumerEvent {
+        if let Some(listener) = &mut self.listener {
+            listener(&ev);
+        }
+        ev
+    }
+
+    /// Calls `listener` with every rebalance event ([`ConsumerEvent::Assigned`], `Revoking`,
+    /// `Lost`) as the handle takes it, whether [`Consumer::next_event`] returns it or
+    /// [`Consumer::recv`] and [`Consumer::recv_batch`] take it in their stride: Java's
+    /// `ConsumerRebalanceListener`, on the caller's thread. Replaces any listener set before.
+    pub fn on_rebalance(&mut self, listener: impl FnMut(&ConsumerEvent) + Send + 'static) {
+        self.listener = Some(Box::new(listener));
+    }
+
+    fn unassign(&mut self, tps: &[(String, i32)]) {
+        for (t, p) in tps {
+            self.assignment.remove(&(Arc::from(t.as_str()), *p));
+        }
+    }
+
+    /// The partitions the consumer group gave this member, as far as the events handed out so
+    /// far tell (`recv` and `recv_batch` take rebalance events in their stride, and they count
+    /// too). Empty in assign mode.
+    pub fn assignment(&self) -> Vec<(Arc<str>, i32)> {
+        self.assignment.iter().cloned().collect()
     }
 
     /// The records as a `Stream` (each item is what `recv` would return).
@@ -427,194 +629,13 @@ impl Reading {
     }
 }
 
-fn event_is_of(e: &FetchEvent, topic: &str, partition: i32) -> bool {
-    match e {
-        FetchEvent::Records {
-            topic: t,
-            partition: p,
-            ..
-        }
-        | FetchEvent::EndOfPartition {
-            topic: t,
-            partition: p,
-            ..
-        }
-        | FetchEvent::Error {
-            topic: t,
-            partition: p,
-            ..
-        } => t == topic && *p == partition,
-        _ => false,
-    }
-}
-
-struct ConsumerSession {
-    core: Fetcher,
-    /// Fetched and not yet asked for.
-    ready: VecDeque<FetchEvent>,
-    waiting: Option<oneshot::Sender<FetchEvent>>,
-    commits: BTreeMap<CommitId, oneshot::Sender<Result<(), CommitError>>>,
-    closers: Vec<oneshot::Sender<()>>,
-    finished: bool,
-}
-
-impl ConsumerSession {
-    /// Drops what is held of a partition and gives its bytes back to the prefetch budget.
-    fn drop_ready(&mut self, topic: &str, partition: i32, now: Instant) {
-        let mut dropped = 0;
-        self.ready.retain(|e| match e {
-            FetchEvent::Records { bytes, .. } if event_is_of(e, topic, partition) => {
-                dropped += bytes;
-                false
-            }
-            e => !event_is_of(e, topic, partition),
-        });
-        self.core.release(dropped, now);
-    }
-
-    fn consumed(&mut self, progress: Progress) {
-        for (t, p, o, e) in progress {
-            self.core.consumed(&t, p, o, e);
-        }
-    }
-}
-
-impl ConsumerSession {
-    fn hand_over(&mut self, now: Instant) {
-        while let Some(w) = self.waiting.take() {
-            let Some(ev) = self.ready.pop_front() else {
-                self.waiting = Some(w);
-                return;
-            };
-            let bytes = match &ev {
-                FetchEvent::Records { bytes, .. } => *bytes,
-                _ => 0,
-            };
-            match w.send(ev) {
-                // The application holds it now: the prefetch budget has room again.
-                Ok(()) if bytes > 0 => self.core.release(bytes, now),
-                Ok(()) => {}
-                // The caller gave up waiting: keep the data for the next ask.
-                Err(ev) => self.ready.push_front(ev),
-            }
-        }
-    }
-}
-
-impl Session for ConsumerSession {
-    type Command = Command;
-    type Core = Fetcher;
-
-    fn with_core<T>(&mut self, f: impl FnOnce(&mut Fetcher) -> T) -> T {
-        f(&mut self.core)
-    }
-
-    fn command(&mut self, cmd: Command, now: Instant) {
-        match cmd {
-            Command::Assign(ps, start) => self.core.assign(ps, start, now),
-            Command::Seek(t, p, start) => {
-                self.drop_ready(&t, p, now);
-                self.core.seek(&t, p, start, now);
-            }
-            Command::Corrupt(t, p, offset) => {
-                self.core.stop_corrupt(&t, p, offset);
-                self.drop_ready(&t, p, now);
-            }
-            Command::Pause(t, p) => self.core.pause(&t, p),
-            Command::Resume(t, p) => self.core.resume(&t, p, now),
-            Command::Position(t, p, reply) => {
-                let buffered = self.ready.iter().find_map(|e| match e {
-                    FetchEvent::Records {
-                        topic,
-                        partition,
-                        records,
-                        ..
-                    } if *topic == t && *partition == p => Some(records.position()),
-                    _ => None,
-                });
-                let _ = reply.send(buffered.or_else(|| self.core.position(&t, p)));
-            }
-            Command::Next(progress, reply) => {
-                self.consumed(progress);
-                self.core.polled(now);
-                self.waiting = Some(reply);
-                self.hand_over(now);
-            }
-            Command::Subscribe(topics) => self.core.subscribe(topics, now),
-            Command::Committed(t, p, reply) => {
-                let _ = reply.send(self.core.committed(&t, p));
-            }
-            Command::Commit(progress, reply) => {
-                self.consumed(progress);
-                match self.core.commit(now) {
-                    Some(id) => {
-                        self.commits.insert(id, reply);
-                    }
-                    None => {
-                        let _ = reply.send(Err(CommitError::NotMember));
-                    }
-                }
-            }
-            Command::AckRevocation(progress) => {
-                self.consumed(progress);
-                self.core.ack_revocation(now);
-            }
-            Command::Close(progress, reply) => {
-                self.consumed(progress);
-                self.closers.push(reply);
-                if self.core.is_group_member() {
-                    self.core.leave(now);
-                } else {
-                    self.finished = true;
-                }
-            }
-        }
-    }
-
-    fn event(&mut self, ev: FetchEvent, now: Instant) {
-        match ev {
-            FetchEvent::Committed(id, result) => {
-                if let Some(reply) = self.commits.remove(&id) {
-                    let _ = reply.send(result);
-                }
-            }
-            FetchEvent::Left => {
-                for c in self.closers.drain(..) {
-                    let _ = c.send(());
-                }
-                self.finished = true;
-            }
-            ev => {
-                self.ready.push_back(ev);
-                self.hand_over(now);
-            }
-        }
-    }
-
-    fn detached(&mut self, now: Instant) {
-        // Dropped without close: leave the group if in one, without waiting for the answer.
-        if self.core.is_group_member() {
-            self.core.leave(now);
-        }
-        self.finished = true;
-    }
-
-    fn finished(&self) -> bool {
-        self.finished
-    }
-}
-
-/// Runs `f` for at most `limit` (a runtime-free timer: a thread sleeps, then wakes the task).
-async fn with_deadline<F: std::future::Future>(
+/// Runs `f` for at most `limit`, on the runtime's timer.
+async fn with_deadline<R: Runtime, F: std::future::Future>(
     f: F,
     limit: std::time::Duration,
 ) -> Option<F::Output> {
-    let (tx, rx) = oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        std::thread::sleep(limit);
-        let _ = tx.send(());
-    });
-    match futures_util::future::select(std::pin::pin!(f), rx).await {
+    let timer = R::timer(R::now() + limit);
+    match futures_util::future::select(std::pin::pin!(f), timer).await {
         futures_util::future::Either::Left((out, _)) => Some(out),
         futures_util::future::Either::Right(_) => None,
     }

@@ -1,0 +1,492 @@
+//! The whole client under simulation: the user API (`Producer`, `Consumer` from
+//! `kafka-driver`, with its delivery slots, batches, delayed `consumed` reports, automatic
+//! commits, close and drop) on [`SimRuntime`], against the simulated cluster and network, in
+//! virtual time. The same faults as the core-level simulation ([`crate::sim`]), plus what
+//! applications do to a client: members that stall past `max.poll.interval.ms`, wait in
+//! `next_event` longer than it, seek back, pause, commit by hand, close, are dropped, or crash
+//! with their drivers.
+//!
+//! Each run checks, beyond the core-level invariants (every awaited record resolved once;
+//! with idempotence and acks=all nothing acknowledged lost or duplicated and send order kept;
+//! nothing failed as not sent in the log; one owner per partition per generation; committed
+//! offsets never backwards and just past a handed record):
+//! - every record handed to a member belongs to a partition it owned at that moment (by the
+//!   events it was handed), and none twice in one tenure without a seek;
+//! - after stalling past `max.poll.interval.ms`, a member reports its partitions lost before
+//!   handing out any more of their records;
+//! - at the end, every member still running is in the group's stable generation (a member
+//!   that was dropped for stalling rejoins when it polls again);
+//! - `close` returns within its timeout, and nothing hangs.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use kafka_core::Instant;
+use kafka_sim::{ClusterConfig, NetConfig};
+
+use crate::sim::check::{
+    commits_move_forward, log_by_value, older_versions, one_owner_per_generation, unread,
+};
+use crate::sim::faults::{Fault, FaultCounts, Faults};
+use crate::sim::{Failure, Options};
+use crate::simrt::{Sim, TaskId};
+
+pub mod apps;
+
+use apps::{Ledger, MemberCtl, Sent, Shared};
+
+/// Producers send until then; faults stop then too.
+const STOP_SENDING: Duration = Duration::from_secs(6);
+const FAULTS_END: Duration = Duration::from_secs(7);
+/// The run must have settled by then.
+const LIMIT: Duration = Duration::from_secs(90);
+/// The idempotent acks=all producer.
+const IDEMPOTENT: usize = 0;
+const PRODUCERS: usize = 3;
+
+/// What a run did.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Virtual time at the end.
+    pub virtual_time: Duration,
+    /// Task polls.
+    pub polls: u64,
+    /// A hash of everything that happened on the wire and in the applications, in order.
+    pub trace_hash: u64,
+    /// The trace, when asked for.
+    pub trace: Vec<String>,
+    /// Faults that fired.
+    pub faults: FaultCounts,
+    /// Records whose delivery was awaited and acknowledged.
+    pub delivered: u64,
+    /// acks=1 records acknowledged and then lost to a leader change (permitted).
+    pub permitted_losses: u64,
+    /// Records handed to members.
+    pub consumed: u64,
+    /// Stalls past `max.poll.interval.ms`.
+    pub stalls: u64,
+    /// Waits in `next_event` longer than `max.poll.interval.ms`.
+    pub long_waits: u64,
+    /// Manual commits made, and those that succeeded.
+    pub commits: (u64, u64),
+    /// Seeks back.
+    pub seeks: u64,
+    /// Members dropped without close.
+    pub drops: u64,
+}
+
+struct Member {
+    task: TaskId,
+    ctl: Rc<MemberCtl>,
+    crashed: bool,
+}
+
+impl Member {
+    fn running(&self) -> bool {
+        !self.crashed && !self.ctl.finished.get()
+    }
+}
+
+struct Run {
+    sim: Sim,
+    shared: Shared,
+    members: Vec<Member>,
+    seed: u64,
+    cooperative: bool,
+    trace_on: bool,
+    trace: Vec<String>,
+    hash: u64,
+}
+
+fn at(d: Duration) -> Instant {
+    Instant::from_nanos(d.as_nanos() as u64)
+}
+
+impl Run {
+    fn note(&mut self, line: String) {
+        for b in line.bytes().chain([b'\n']) {
+            self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        if self.trace_on {
+            let t = self.sim.now().as_nanos() as f64 / 1e9;
+            self.trace.push(format!("{t:>12.6} {line}"));
+        }
+    }
+
+    /// Moves what the wire and the applications logged into the trace.
+    fn collect_notes(&mut self) {
+        let wire: Vec<String> = std::mem::take(&mut self.sim.wire().log);
+        let apps: Vec<String> = std::mem::take(&mut self.shared.borrow_mut().notes);
+        for line in wire.into_iter().chain(apps) {
+            self.note(line);
+        }
+    }
+
+    fn add_member(&mut self) {
+        let id = self.members.len();
+        let ctl = Rc::new(MemberCtl::default());
+        let task = self.sim.spawn_app(apps::member(
+            id,
+            self.seed,
+            self.cooperative,
+            ctl.clone(),
+            self.shared.clone(),
+        ));
+        self.note(format!("member {id} starts (task {task})"));
+        self.members.push(Member {
+            task,
+            ctl,
+            crashed: false,
+        });
+    }
+
+    fn live(&self) -> Vec<usize> {
+        (0..self.members.len())
+            .filter(|i| self.members[*i].running() && !self.members[*i].ctl.leave.get())
+            .collect()
+    }
+
+    fn apply(&mut self, f: Fault, counts: &mut FaultCounts) {
+        self.note(format!("fault: {f:?}"));
+        let t = self.sim.env().sim_now();
+        match f {
+            Fault::CrashBroker(n) => {
+                counts.broker_crash += 1;
+                let mut w = self.sim.wire();
+                w.cluster.crash(n);
+                w.drain_cluster(t);
+            }
+            Fault::RestartBroker(n) => self.sim.wire().cluster.restart(n),
+            Fault::Partition(n) => {
+                counts.broker_partition += 1;
+                let mut w = self.sim.wire();
+                w.net.partition(n, t);
+                w.cluster.crash(n);
+                w.drain_cluster(t);
+            }
+            Fault::Heal(n) => {
+                let mut w = self.sim.wire();
+                w.net.heal(n);
+                w.cluster.restart(n);
+            }
+            Fault::MoveLeader(p) => {
+                counts.leader_move += 1;
+                let mut w = self.sim.wire();
+                w.cluster.move_leader("t", p);
+                w.drain_cluster(t);
+            }
+            Fault::MoveCoordinator => {
+                counts.coordinator_move += 1;
+                let mut w = self.sim.wire();
+                w.cluster.move_coordinator();
+                w.drain_cluster(t);
+            }
+            Fault::ResetConn => {
+                let mut w = self.sim.wire();
+                let open = w.net.open();
+                if !open.is_empty() {
+                    counts.conn_reset += 1;
+                    let k = open[(w.net.random() % open.len() as u64) as usize];
+                    w.net.reset(k, t);
+                }
+            }
+            Fault::SlowConn => {
+                let mut w = self.sim.wire();
+                let open = w.net.open();
+                if !open.is_empty() {
+                    counts.conn_slow += 1;
+                    let k = open[(w.net.random() % open.len() as u64) as usize];
+                    w.net.slow(k);
+                }
+            }
+            Fault::RefuseConnect => self.sim.wire().refuse_next = true,
+            Fault::CrashMember | Fault::LeaveMember => {
+                let live = self.live();
+                if live.is_empty() {
+                    return;
+                }
+                let pick = self.sim.wire().net.random() % live.len() as u64;
+                let i = live[pick as usize];
+                if f == Fault::CrashMember {
+                    counts.member_crash += 1;
+                    self.members[i].crashed = true;
+                    let n = self.sim.crash(self.members[i].task);
+                    self.note(format!("member {i} crashed ({n} tasks)"));
+                } else {
+                    counts.member_leave += 1;
+                    self.members[i].ctl.leave.set(true);
+                }
+                self.add_member();
+            }
+            Fault::JoinMember => {
+                if self.members.len() < 12 {
+                    counts.member_join += 1;
+                    self.add_member();
+                }
+            }
+        }
+    }
+
+    /// Why the run has not settled yet (empty once it has).
+    fn unsettled(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        let l = self.shared.borrow();
+        if l.producers_done.len() < PRODUCERS {
+            why.push(format!(
+                "producers still running: {:?}",
+                (0..PRODUCERS)
+                    .filter(|p| !l.producers_done.contains(p))
+                    .collect::<Vec<_>>()
+            ));
+        }
+        let w = self.sim.wire();
+        why.extend(unread(&w.cluster, &l.handed));
+        let live = self.live().len();
+        let (members, stable) = w.cluster.group_members("g");
+        if !stable || members.len() != live {
+            why.push(format!(
+                "group g has {} members (stable: {stable}), {live} members are running",
+                members.len()
+            ));
+        }
+        why
+    }
+}
+
+/// Runs one seed through the user API; every invariant is checked, the first broken one
+/// returned.
+pub fn run(opts: &Options) -> Result<Report, Failure> {
+    let seed = opts.seed;
+    let mut cluster = ClusterConfig {
+        dedup: !opts.injected_bug,
+        ..ClusterConfig::default()
+    };
+    if seed.is_multiple_of(3) {
+        cluster.versions.insert(2, older_versions());
+    }
+    let mut run = Run {
+        sim: Sim::new(seed, cluster, NetConfig::default()),
+        shared: Rc::new(RefCell::new(Ledger::default())),
+        members: Vec::new(),
+        seed,
+        cooperative: seed % 2 == 1,
+        trace_on: opts.trace,
+        trace: Vec::new(),
+        hash: 0xcbf2_9ce4_8422_2325,
+    };
+    let result = drive(&mut run, opts);
+    run.collect_notes();
+    match result {
+        Ok(mut r) => {
+            r.trace_hash = run.hash;
+            r.trace = std::mem::take(&mut run.trace);
+            Ok(r)
+        }
+        Err(mut f) => {
+            f.trace = std::mem::take(&mut run.trace);
+            Err(f)
+        }
+    }
+}
+
+fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
+    let seed = opts.seed;
+    let stop = at(STOP_SENDING);
+    let lanes: Vec<(String, String)> = if seed % 4 == 1 {
+        vec![("connections.per.broker".into(), "2".into())]
+    } else {
+        Vec::new()
+    };
+    let kv = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain(lanes.iter().cloned())
+            .collect()
+    };
+    let producers = [
+        kv(&[]),
+        kv(&[("acks", "1"), ("enable.idempotence", "false")]),
+        kv(&[("acks", "0"), ("enable.idempotence", "false")]),
+    ];
+    for (id, extra) in producers.into_iter().enumerate() {
+        let task = apps::producer(id, extra, seed ^ id as u64, stop, run.shared.clone());
+        run.sim.spawn_app(task);
+    }
+    for _ in 0..2 {
+        run.add_member();
+    }
+    let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END));
+    let mut counts = FaultCounts::default();
+    let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut next_settle_check = Instant::from_millis(100);
+    loop {
+        run.sim.run_ready().map_err(Failure::new)?;
+        run.collect_notes();
+        if let Some(f) = run.shared.borrow_mut().failure.take() {
+            return Err(f);
+        }
+        {
+            let mut l = run.shared.borrow_mut();
+            let l = &mut *l;
+            commits_move_forward(
+                &run.sim.wire().cluster,
+                &l.handed,
+                &mut l.rewinds,
+                &mut committed,
+            )?;
+        }
+        // Members that left on their own (dropped) are replaced, so two at least run.
+        while run.live().len() < 2 {
+            run.add_member();
+        }
+        let now = run.sim.now();
+        if now >= next_settle_check {
+            next_settle_check = now + Duration::from_millis(100);
+            if now >= at(FAULTS_END) && run.unsettled().is_empty() {
+                break;
+            }
+        }
+        let extra = faults
+            .next_at()
+            .map_or(next_settle_check, |t| t.min(next_settle_check));
+        let next = run
+            .sim
+            .next_due(Some(extra))
+            .expect("the settle check is always due");
+        if next > at(LIMIT) {
+            // The group's latest assignments say who should be reading what.
+            let w = run.sim.wire();
+            let latest: Vec<String> = w
+                .cluster
+                .assignments()
+                .iter()
+                .rev()
+                .take(6)
+                .map(|(_, generation, member, bytes)| {
+                    let tps = kafka_core::group::payload::decode_assignment(bytes);
+                    format!("generation {generation}: {member} {tps:?}")
+                })
+                .collect();
+            drop(w);
+            return Err(Failure::new(format!(
+                "not settled after {LIMIT:?} of virtual time: {} (latest assignments, newest first: {})",
+                run.unsettled().join("; "),
+                latest.join("; ")
+            )));
+        }
+        run.sim.advance_to(next);
+        let now = run.sim.now();
+        let mut due = faults.due(now);
+        if now >= at(FAULTS_END) && opts.faults {
+            due.extend(faults.recover_all());
+        }
+        for f in due {
+            run.apply(f, &mut counts);
+        }
+    }
+    // Every member still running closes, within its timeout.
+    for m in &run.members {
+        m.ctl.leave.set(true);
+    }
+    let done = || run.members.iter().all(|m| !m.running());
+    let closing = run.sim.run_until(done, Duration::from_secs(30));
+    run.collect_notes();
+    if let Some(f) = run.shared.borrow_mut().failure.take() {
+        return Err(f);
+    }
+    closing.map_err(|e| Failure::new(format!("closing the members: {e}")))?;
+    let mut report = check_final(run)?;
+    report.faults = counts;
+    let net = run.sim.wire().net.stats();
+    report.faults.connect_refused = net.refused;
+    report.faults.conn_reset_mid_stream = net.resets_mid_stream;
+    report.virtual_time = Duration::from_nanos(run.sim.now().as_nanos());
+    report.polls = run.sim.env().exec.polls();
+    Ok(report)
+}
+
+fn check_final(run: &Run) -> Result<Report, Failure> {
+    let mut report = Report::default();
+    let l = run.shared.borrow();
+    let w = run.sim.wire();
+    let log = log_by_value(&w.cluster);
+    for (producer, sent) in &l.sent {
+        let idempotent = *producer == IDEMPOTENT;
+        let mut last_per_partition: BTreeMap<i32, (i64, u64)> = BTreeMap::new();
+        for (n, (value, what)) in sent {
+            let copies = log.get(value).map_or(&[][..], |c| c.as_slice());
+            match what {
+                Sent::Pending => {
+                    return Err(Failure::new(format!(
+                        "producer {producer}: record {n} was awaited and never resolved"
+                    )))
+                }
+                Sent::Dropped => {}
+                Sent::Refused(why) if !copies.is_empty() => {
+                    return Err(Failure::new(format!(
+                        "producer {producer}: record {n} was refused by send ({why}), yet it is in the log at {copies:?}"
+                    )))
+                }
+                Sent::Refused(_) => {}
+                Sent::Resolved(Ok(d)) => {
+                    report.delivered += 1;
+                    if copies.is_empty() {
+                        if idempotent {
+                            return Err(Failure::new(format!(
+                                "producer {producer} (idempotent, acks=all): record {n} acknowledged at {}/{:?} but lost",
+                                d.partition, d.offset
+                            )));
+                        }
+                        if *producer == 1 {
+                            report.permitted_losses += 1;
+                        }
+                    }
+                    if let (true, Some(o)) = (idempotent, d.offset) {
+                        if !copies.contains(&(d.partition, o)) {
+                            return Err(Failure::new(format!(
+                                "producer {producer}: record {n} acknowledged at {}/{o}, found at {copies:?}",
+                                d.partition
+                            )));
+                        }
+                    }
+                }
+                Sent::Resolved(Err(f)) => {
+                    if f.certainty == kafka_core::producer::Certainty::NotSent && !copies.is_empty() {
+                        return Err(Failure::new(format!(
+                            "producer {producer}: record {n} failed as never written ({}), yet it is in the log at {copies:?}",
+                            f.error
+                        )));
+                    }
+                }
+            }
+            if idempotent {
+                if copies.len() > 1 {
+                    return Err(Failure::new(format!(
+                        "producer {producer} (idempotent): record {n} written {} times: {copies:?}",
+                        copies.len()
+                    )));
+                }
+                if let Some((p, o)) = copies.first() {
+                    if let Some((before, m)) = last_per_partition.insert(*p, (*o, *n)) {
+                        if before > *o {
+                            return Err(Failure::new(format!(
+                                "producer {producer}: t-{p} holds record {n} at {o}, before record {m} at {before}: out of send order"
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    one_owner_per_generation(&w.cluster)?;
+    report.consumed = l.consumed;
+    report.stalls = l.stalls;
+    report.long_waits = l.long_waits;
+    report.commits = l.commits;
+    report.seeks = l.seeks;
+    report.drops = l.drops;
+    Ok(report)
+}

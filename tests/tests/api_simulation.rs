@@ -1,0 +1,187 @@
+//! The whole client under simulation (see `tests::apisim`): the user API on the deterministic
+//! `SimRuntime`, a batch of seeds with faults, each checked against every invariant; replay of
+//! one seed; and the check that an injected bug is found and replays bit for bit.
+//!
+//! - `API_SIM_SEEDS=N` runs N seeds (default 500), from `API_SIM_SEED_START=S` (default 0).
+//! - `API_SIM_SEED=S` replays one seed (`API_SIM_TRACE=FILE` writes its trace).
+//! - `SIM_INJECT_BUG=1` runs with the cluster's deduplication of idempotent retries off.
+
+use tests::apisim::{run, Report};
+use tests::sim::faults::FaultCounts;
+use tests::sim::Options;
+
+fn env(name: &str) -> Option<u64> {
+    std::env::var(name).ok().map(|v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: expected a number"))
+    })
+}
+
+fn injected() -> bool {
+    std::env::var("SIM_INJECT_BUG").is_ok_and(|v| v == "1")
+}
+
+fn replay_line(seed: u64) -> String {
+    let bug = if injected() { "SIM_INJECT_BUG=1 " } else { "" };
+    format!(
+        "replay: {bug}API_SIM_SEED={seed} API_SIM_TRACE=/tmp/api-sim-{seed}.trace cargo test -p tests --test api_simulation replay -- --nocapture"
+    )
+}
+
+fn options(seed: u64) -> Options {
+    Options {
+        injected_bug: injected(),
+        ..Options::seed(seed)
+    }
+}
+
+#[test]
+fn a_clean_run_delivers_and_consumes_everything() {
+    let r = run(&Options {
+        faults: false,
+        ..Options::seed(7)
+    })
+    .unwrap_or_else(|f| panic!("{f}\n{}", replay_line(7)));
+    assert!(r.delivered > 1000, "{r:?}");
+    assert_eq!(r.permitted_losses, 0, "no faults, no losses");
+    assert!(r.consumed >= r.delivered, "{r:?}");
+}
+
+/// The seed batch of `scripts/test` (or a longer sweep with `API_SIM_SEEDS`).
+#[test]
+fn seed_sweep() {
+    if env("API_SIM_SEED").is_some() {
+        return; // a replay runs alone
+    }
+    let start = env("API_SIM_SEED_START").unwrap_or(0);
+    let n = env("API_SIM_SEEDS").unwrap_or(500);
+    eprintln!(
+        "simulating seeds {start}..{} through the user API",
+        start + n
+    );
+    let (reports, failures, wall) = tests::sim::sweep(start, n, |seed| run(&options(seed)));
+    let mut faults = FaultCounts::default();
+    let mut sum = Report::default();
+    for (_, r) in &reports {
+        faults.add(&r.faults);
+        sum.delivered += r.delivered;
+        sum.consumed += r.consumed;
+        sum.permitted_losses += r.permitted_losses;
+        sum.stalls += r.stalls;
+        sum.long_waits += r.long_waits;
+        sum.commits.0 += r.commits.0;
+        sum.commits.1 += r.commits.1;
+        sum.seeks += r.seeks;
+        sum.drops += r.drops;
+        sum.virtual_time += r.virtual_time;
+        sum.polls += r.polls;
+    }
+    eprintln!(
+        "{} seeds in {:.1} s ({:.0} seeds/min; virtual/real time {:.0}x; {} task polls); {} records acknowledged, {} handed to members, {} acks=1 losses (permitted); {} stalls past max.poll.interval.ms, {} long waits in next_event, {} of {} manual commits succeeded, {} seeks, {} members dropped; faults {faults:?}",
+        reports.len(),
+        wall.as_secs_f64(),
+        reports.len() as f64 / wall.as_secs_f64() * 60.0,
+        sum.virtual_time.as_secs_f64() / wall.as_secs_f64(),
+        sum.polls,
+        sum.delivered,
+        sum.consumed,
+        sum.permitted_losses,
+        sum.stalls,
+        sum.long_waits,
+        sum.commits.1,
+        sum.commits.0,
+        sum.seeks,
+        sum.drops,
+    );
+    if !failures.is_empty() {
+        let lines: Vec<String> = failures
+            .iter()
+            .map(|(seed, m)| format!("seed {seed}: {m}\n    {}", replay_line(*seed)))
+            .collect();
+        panic!(
+            "{} of {n} seeds failed:\n{}",
+            failures.len(),
+            lines.join("\n")
+        );
+    }
+    if n < 50 {
+        return;
+    }
+    assert!(
+        faults.missing().is_empty(),
+        "faults that never fired: {:?}",
+        faults.missing()
+    );
+    assert!(
+        sum.stalls > 0 && sum.long_waits > 0 && sum.seeks > 0 && sum.drops > 0,
+        "{sum:?}"
+    );
+    assert!(sum.commits.1 > 0, "no manual commit succeeded: {sum:?}");
+}
+
+/// Replays one seed (`API_SIM_SEED`), writing its trace to `API_SIM_TRACE`; without it,
+/// checks that two runs of a seed are identical.
+#[test]
+fn replay() {
+    let Some(seed) = env("API_SIM_SEED") else {
+        let a = run(&Options::seed(3)).unwrap_or_else(|f| panic!("{f}\n{}", replay_line(3)));
+        let b = run(&Options::seed(3)).unwrap();
+        assert_eq!(a.trace_hash, b.trace_hash, "a seed replays bit for bit");
+        assert_eq!(a.polls, b.polls);
+        let c = run(&Options::seed(4)).unwrap_or_else(|f| panic!("{f}\n{}", replay_line(4)));
+        assert_ne!(a.trace_hash, c.trace_hash, "another seed, another run");
+        return;
+    };
+    let out = run(&Options {
+        trace: true,
+        ..options(seed)
+    });
+    let (trace, verdict) = match &out {
+        Ok(r) => (
+            &r.trace,
+            format!(
+                "ok: {:?}",
+                Report {
+                    trace: Vec::new(),
+                    ..r.clone()
+                }
+            ),
+        ),
+        Err(f) => (&f.trace, format!("FAILED: {}", f.message)),
+    };
+    if let Ok(path) = std::env::var("API_SIM_TRACE") {
+        std::fs::write(&path, trace.join("\n")).unwrap();
+        eprintln!("trace ({} lines) written to {path}", trace.len());
+    }
+    eprintln!("seed {seed}: {verdict}");
+    assert!(out.is_ok(), "seed {seed} failed");
+}
+
+/// A deliberately injected bug (the cluster stops deduplicating idempotent retries) is found,
+/// and its seed replays the same failure bit for bit.
+#[test]
+fn an_injected_bug_is_found_and_replays_exactly() {
+    let buggy = |seed| Options {
+        injected_bug: true,
+        ..Options::seed(seed)
+    };
+    let (_, failures, _) = tests::sim::sweep(0, 100, |seed| run(&buggy(seed)));
+    let (seed, message) = failures
+        .iter()
+        .find(|(_, m)| m.contains("written 2 times") || m.contains("times:"))
+        .cloned()
+        .unwrap_or_else(|| panic!("the sweep finds the injected bug: {failures:?}"));
+    let a = run(&Options {
+        trace: true,
+        ..buggy(seed)
+    })
+    .unwrap_err();
+    let b = run(&Options {
+        trace: true,
+        ..buggy(seed)
+    })
+    .unwrap_err();
+    assert_eq!(a.message, message);
+    assert_eq!(a, b, "the replay is identical, trace included");
+    assert!(a.trace.len() > 100);
+}
