@@ -181,6 +181,9 @@ pub enum AdminError {
     /// The broker does not support the request at any version we speak.
     #[error(transparent)]
     Unsupported(#[from] NegotiationError),
+    /// The admin client was closed (dropped), or its driver stopped, before the answer.
+    #[error("the admin client is closed")]
+    Closed,
 }
 
 /// What an operation produced.
@@ -284,8 +287,7 @@ impl Admin {
     /// Fails every operation still running, at once.
     pub fn abort(&mut self) {
         for (op, o) in std::mem::take(&mut self.ops) {
-            let last = Some("the admin client was closed".to_owned());
-            self.finish(op, o, AdminError::Timeout { last });
+            self.finish(op, o, AdminError::Closed);
         }
     }
 
@@ -337,7 +339,10 @@ impl Admin {
             .collect();
         for id in expired {
             let o = self.ops.remove(&id).expect("listed above");
-            let last = o.last_problem.clone();
+            let last = o
+                .last_problem
+                .clone()
+                .or_else(|| self.net.last_problem().map(str::to_owned));
             self.finish(id, o, AdminError::Timeout { last });
         }
         let ids: Vec<OpId> = self.ops.keys().copied().collect();

@@ -112,6 +112,11 @@ impl Metadata {
         }
     }
 
+    /// When the last successful refresh completed (`None`: never).
+    pub fn refreshed_at(&self) -> Option<Instant> {
+        self.refreshed_at
+    }
+
     /// Changes whenever a topic stops being wanted (idle too long, or a fatal topic error):
     /// only then may a topic marked by [`Metadata::use_topic`] need marking again sooner than
     /// `max_idle`.

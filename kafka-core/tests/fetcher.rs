@@ -1280,3 +1280,84 @@ fn a_batch_larger_than_any_before_exceeds_the_budget_by_one_batch_at_most() {
     h.advance_to(Instant::from_millis(4000));
     assert_eq!(h.values().len(), 4, "every record arrived");
 }
+
+/// An OFFSET_OUT_OF_RANGE answer to a fetch sent before a forward seek reset the new
+/// position (with `auto.offset.reset=earliest`, to the log start: records before the seek
+/// were read again). The answer says nothing of the new position (found by reading
+/// response.rs: the stale-fetch check covered only seeks back).
+#[test]
+fn an_out_of_range_answer_from_before_a_forward_seek_is_ignored() {
+    let connect: Box<dyn FnMut() -> ScriptedBroker> = Box::new(|| {
+        ScriptedBroker::new(|_, body| match body {
+            RequestBody::Metadata(_) => Reply::Respond(ResponseBody::Metadata(MetadataResponse {
+                brokers: vec![MetadataResponseBroker {
+                    node_id: 1,
+                    host: "broker".into(),
+                    port: 9092,
+                    ..Default::default()
+                }],
+                topics: vec![MetadataResponseTopic {
+                    name: Some("t".into()),
+                    partitions: vec![MetadataResponsePartition {
+                        partition_index: 0,
+                        leader_id: 1,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })),
+            RequestBody::ListOffsets(_) => {
+                Reply::Respond(ResponseBody::ListOffsets(ListOffsetsResponse {
+                    topics: vec![ListOffsetsTopicResponse {
+                        name: "t".into(),
+                        partitions: vec![ListOffsetsPartitionResponse {
+                            partition_index: 0,
+                            offset: 10, // the log starts at 10
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }))
+            }
+            RequestBody::Fetch(req) => {
+                let offset = req.topics[0].partitions[0].fetch_offset;
+                let (error_code, records) = match offset {
+                    // Below the log start: OFFSET_OUT_OF_RANGE.
+                    0..=9 => (1, Bytes::new()),
+                    10..=12 => (0, batch(10, &["j", "k", "l"], Compression::None, false)),
+                    _ => (0, Bytes::new()),
+                };
+                let resp = Reply::Respond(ResponseBody::Fetch(FetchResponse {
+                    responses: vec![FetchableTopicResponse {
+                        topic: "t".into(),
+                        partitions: vec![PartitionData {
+                            partition_index: 0,
+                            error_code,
+                            high_watermark: 13,
+                            records: Some(records),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }));
+                Reply::After(Duration::from_millis(100), Box::new(resp))
+            }
+            other => panic!("{other:?}"),
+        })
+    });
+    let mut h = Harness::new(&[("auto.offset.reset", "earliest")], connect);
+    // A fetch from 3 goes out (answered after 100 ms); the application seeks forward to 11.
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(3), h.now);
+    h.advance_to(Instant::from_millis(50));
+    h.f.seek("t", 0, StartFrom::Offset(11), h.now);
+    h.advance_to(Instant::from_millis(1000));
+    let got: Vec<i64> = h.values().iter().map(|(o, _)| *o).collect();
+    assert_eq!(
+        got,
+        [11, 12],
+        "read from the seek, not reset to the log start"
+    );
+}

@@ -367,3 +367,83 @@ fn a_static_member_commits_but_does_not_leave() {
     assert_eq!(cluster.committed("static", "t", 0), Some((10, 0)));
     assert_eq!(cluster.group_requests("LeaveGroup"), 0);
 }
+
+/// JoinGroup timed out after request.timeout.ms, although a coordinator holds it until the
+/// group's members rejoin, for up to the rebalance timeout: a member joining a group whose
+/// rebalance took longer than request.timeout.ms never got in. Java waits max(request
+/// timeout, rebalance timeout + 5 s) (found by reading membership.rs).
+#[test]
+fn a_join_held_past_request_timeout_is_waited_for() {
+    let cluster = SingleBroker::new("broker", 9092, 1);
+    cluster.hold_joins(Duration::from_secs(10));
+    let mut h = Harness::with(
+        &cluster,
+        "slow",
+        &[
+            ("request.timeout.ms", "3000"),
+            ("max.poll.interval.ms", "8000"),
+        ],
+    );
+    h.f.subscribe(vec!["t".into()], h.now).unwrap();
+    // Polling all along, so max.poll.interval.ms does not end the membership.
+    for s in 1..=25 {
+        h.f.polled(h.now);
+        h.advance_to(Instant::from_millis(s * 1000));
+    }
+    let coordinator = h.on(JOIN_GROUP);
+    assert_eq!(coordinator.len(), 1, "every join on one connection");
+    assert!(
+        !h.closes.contains(&coordinator[0]),
+        "the coordinator's connection did not time out: {:?}",
+        h.closes
+    );
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, FetchEvent::Assigned(tps) if tps == &[("t".to_string(), 0)])),
+        "joined after the coordinator's 10 s (twice: KIP-394's member id first): {:?}",
+        h.events
+    );
+}
+
+/// Records of a revoked or lost partition still in the application's hands were reported
+/// through `consumed` after the revocation (no ownership check there), and the next
+/// automatic commit, in a later generation, sent them: a commit for a partition another
+/// member owned by then (found by reading fetcher/group.rs; the user-API simulation's
+/// committed-offset checks catch its effect).
+#[test]
+fn a_report_about_a_partition_no_longer_held_is_not_committed() {
+    let cluster = SingleBroker::new("broker", 9092, 2);
+    let mut h = Harness::with(&cluster, "g", &[("enable.auto.commit", "false")]);
+    h.f.subscribe(vec!["t".into()], h.now).unwrap();
+    h.advance_to(Instant::from_millis(500));
+    assert!(h
+        .events
+        .iter()
+        .any(|e| matches!(e, FetchEvent::Assigned(tps) if tps.len() == 2)));
+    // The partitions go away (a stall past max.poll.interval.ms loses them)...
+    h.advance_to(Instant::from_millis(400_000));
+    assert!(
+        h.events.iter().any(|e| matches!(e, FetchEvent::Lost(_))),
+        "{:?}",
+        h.events
+    );
+    // ...and then the application reports what it had taken of partition 1.
+    h.f.consumed("t", 1, 42, -1);
+    // It polls again: the member rejoins and gets its partitions back.
+    h.f.polled(h.now);
+    let later = h.now + Duration::from_millis(2000);
+    h.advance_to(later);
+    let id = h.f.commit(h.now).unwrap();
+    let later = h.now + Duration::from_millis(500);
+    h.advance_to(later);
+    assert!(h
+        .events
+        .iter()
+        .any(|e| matches!(e, FetchEvent::Committed(c, Ok(())) if *c == id)));
+    assert_eq!(
+        cluster.committed("g", "t", 1),
+        None,
+        "the report from the lost tenure was dropped, not committed in the new generation"
+    );
+}

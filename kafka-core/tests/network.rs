@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use kafka_core::backoff::Backoff;
 use kafka_core::config::HostPort;
-use kafka_core::net::{ConnId, NetConfig, NetEvent, Network, Purpose, RequestError, Transmit};
+use kafka_core::net::{
+    ConnId, ConnectError, NetConfig, NetEvent, Network, Purpose, RequestError, Transmit,
+};
 use kafka_core::Instant;
 use kafka_sim::proto::api::{RequestBody, ResponseBody};
 use kafka_sim::proto::messages::metadata_request::MetadataRequest;
@@ -70,7 +72,9 @@ impl Harness {
                         self.brokers.insert(conn, b);
                         self.net.handle_connected(conn, self.now);
                     }
-                    None => self.net.handle_connect_failed(conn, self.now),
+                    None => self
+                        .net
+                        .handle_connect_failed(conn, ConnectError::Refused, self.now),
                 },
                 Transmit::Send { conn, bytes } => {
                     let out = self

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_core::config::{HostPort, ProducerConfig};
-use kafka_core::net::{ConnId, Transmit};
+use kafka_core::net::{ConnId, ConnectError, Transmit};
 use kafka_core::producer::{
     Certainty, DeliveryError, Outcome, Output, Producer, ProducerEvent, ProducerRecord,
     RecordToken, SendError, Topic,
@@ -38,6 +38,8 @@ enum Fault {
     Ignore,
     /// UNKNOWN_PRODUCER_ID with this log start offset (-1: unknown), forgetting the producer.
     UnknownProducer(i64),
+    /// Write the records, but answer this base offset.
+    BaseOffset(i64),
 }
 
 #[derive(Debug, Default)]
@@ -178,6 +180,9 @@ impl Cluster {
                             for r in batch.records().unwrap() {
                                 log.push(r.unwrap().value.unwrap());
                             }
+                            if let Some(Fault::BaseOffset(o)) = &fault {
+                                resp.base_offset = *o;
+                            }
                             self.written
                                 .push((batch.producer_epoch, batch.base_sequence));
                             if batch.producer_id >= 0 {
@@ -297,7 +302,8 @@ impl Harness {
                                     .insert(conn, broker(self.cluster.clone(), node, conn));
                                 self.p.handle_connected(conn, self.now);
                             } else {
-                                self.p.handle_connect_failed(conn, self.now);
+                                self.p
+                                    .handle_connect_failed(conn, ConnectError::Refused, self.now);
                             }
                         }
                         Transmit::Send { conn, bytes } => {
@@ -585,10 +591,17 @@ fn a_record_that_never_reached_its_leader_times_out_as_not_sent() {
     assert_eq!(
         h.outcome(t),
         Some(&Outcome::Failed {
-            error: DeliveryError::DeliveryTimeout,
+            error: DeliveryError::DeliveryTimeout {
+                last: Some(
+                    "could not connect to broker2:9092: connection refused (is a broker \
+                     listening on that port?)"
+                        .into()
+                )
+            },
             certainty: Certainty::NotSent
         }),
-        "NOT_LEADER_OR_FOLLOWER means not written, and the new leader was never reached"
+        "NOT_LEADER_OR_FOLLOWER means not written, and the new leader was never reached: the \
+         timeout names the last cause"
     );
 }
 
@@ -613,7 +626,13 @@ fn delivery_timeout_fails_in_flight_records_as_possibly_sent() {
     assert_eq!(
         h.outcome(t),
         Some(&Outcome::Failed {
-            error: DeliveryError::DeliveryTimeout,
+            error: DeliveryError::DeliveryTimeout {
+                last: Some(
+                    "the request failed: no response from broker1:9092 within \
+                     request.timeout.ms"
+                        .into()
+                )
+            },
             certainty: Certainty::PossiblySent
         })
     );
@@ -656,7 +675,7 @@ fn a_record_for_an_unknown_topic_fails_after_max_block() {
     assert!(matches!(
         h.outcome(t),
         Some(Outcome::Failed {
-            error: DeliveryError::MetadataTimeout(_),
+            error: DeliveryError::MetadataTimeout { .. },
             certainty: Certainty::NotSent
         })
     ));
@@ -984,7 +1003,7 @@ fn a_batch_expired_in_flight_bumps_its_partitions_epoch() {
     assert!(matches!(
         h.outcome(lost),
         Some(Outcome::Failed {
-            error: DeliveryError::DeliveryTimeout,
+            error: DeliveryError::DeliveryTimeout { .. },
             ..
         })
     ));
@@ -1424,4 +1443,31 @@ fn connections_per_broker_keeps_each_partition_on_one_connection() {
             }
         }
     }
+}
+
+/// A broker-supplied base offset near i64::MAX: the records after the first have no offset
+/// rather than an overflow (which panicked in debug builds; found by reading completion.rs).
+#[test]
+fn a_base_offset_at_the_end_of_the_range_does_not_overflow() {
+    let mut h = Harness::new(&[("linger.ms", "5")], 1);
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .push_back(Fault::BaseOffset(i64::MAX));
+    let a = h.send("a");
+    let b = h.send("b");
+    h.ms(100);
+    assert!(matches!(
+        h.outcome(a),
+        Some(Outcome::Delivered {
+            offset: Some(i64::MAX),
+            ..
+        })
+    ));
+    assert!(matches!(
+        h.outcome(b),
+        Some(Outcome::Delivered { offset: None, .. })
+    ));
 }

@@ -34,9 +34,7 @@ impl<R> std::fmt::Debug for Admin<R> {
 }
 
 fn stopped() -> AdminError {
-    AdminError::Timeout {
-        last: Some("the admin client's driver stopped".into()),
-    }
+    AdminError::Closed
 }
 
 impl<R: Runtime> Admin<R> {

@@ -18,7 +18,7 @@ use futures_channel::mpsc;
 use futures_io::{AsyncRead, AsyncWrite};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use futures_util::FutureExt;
-use kafka_core::net::{ConnId, Machine, Output, Transmit};
+use kafka_core::net::{ConnId, ConnectError, Machine, Output, Transmit};
 use kafka_core::Instant;
 
 use crate::runtime::{Connecting, Runtime};
@@ -241,9 +241,11 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                     );
                     self.session.with_core(|c| c.handle_connected(conn, now));
                 }
-                Err(_) => self
-                    .session
-                    .with_core(|c| c.handle_connect_failed(conn, now)),
+                Err(e) => {
+                    let error = ConnectError::from_io(&e);
+                    self.session
+                        .with_core(|c| c.handle_connect_failed(conn, error, now))
+                }
             }
         }
         progress

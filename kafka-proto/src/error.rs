@@ -88,6 +88,9 @@ pub enum DecodeError {
     /// A record batch or record was structurally invalid.
     #[error("invalid record batch: {0}")]
     InvalidBatch(&'static str),
+    /// A response arrived whose correlation id matches no request in flight (or none was).
+    #[error("a response that answers no request in flight")]
+    UnexpectedResponse,
     /// The batch's compression codec id is unknown.
     #[error("unknown compression codec id {0}")]
     UnknownCompression(u8),

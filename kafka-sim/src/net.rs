@@ -168,6 +168,12 @@ impl SimNet {
         self.push(at, Delivery::Connected(conn, node));
     }
 
+    /// Changes the latency (and its jitter) of what is sent from now on.
+    pub fn set_latency(&mut self, latency: SimTime, jitter: SimTime) {
+        self.cfg.latency = latency;
+        self.cfg.jitter = jitter;
+    }
+
     /// Refuses a connect (an injected fault): the caller reports it like a refused one.
     pub fn refuse(&mut self, conn: ConnKey, now: SimTime) {
         self.stats.refused += 1;

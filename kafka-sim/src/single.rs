@@ -53,6 +53,9 @@ struct State {
     next_producer_id: i64,
     groups: crate::group::Groups,
     sessions: crate::fetch_session::Sessions,
+    /// How long the coordinator holds each JoinGroup before answering (as a coordinator
+    /// waits for the group's members to rejoin, up to the rebalance timeout).
+    join_delay: Duration,
 }
 
 /// One broker (node 1) with an in-memory log. Clone it freely: clones share the log.
@@ -76,6 +79,11 @@ impl SingleBroker {
         }
     }
 
+    /// Holds every JoinGroup this long before answering it.
+    pub fn hold_joins(&self, delay: Duration) {
+        self.state.lock().expect("not poisoned").join_delay = delay;
+    }
+
     /// The broker side of one new connection.
     pub fn connection(&self) -> ScriptedBroker {
         let state = self.state.clone();
@@ -87,7 +95,11 @@ impl SingleBroker {
                     Reply::Respond(s.groups.find_coordinator(&host, port))
                 }
                 RequestBody::JoinGroup(req) => {
-                    Reply::Respond(s.groups.join(req, header.api_version))
+                    let answer = Reply::Respond(s.groups.join(req, header.api_version));
+                    match s.join_delay {
+                        d if d.is_zero() => answer,
+                        d => Reply::After(d, Box::new(answer)),
+                    }
                 }
                 RequestBody::SyncGroup(req) => Reply::Respond(s.groups.sync(req)),
                 RequestBody::Heartbeat(req) => Reply::Respond(s.groups.heartbeat(req)),

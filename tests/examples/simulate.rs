@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kafka_core::fetcher::FetchEvent;
-use kafka_core::net::{ConnId, Machine, Output, Transmit};
+use kafka_core::net::{ConnId, ConnectError, Machine, Output, Transmit};
 use kafka_core::producer::{Outcome, ProducerEvent, ProducerRecord};
 use kafka_core::{ConsumerConfig, Fetcher, Instant, Producer, ProducerConfig};
 use kafka_sim::{BrokerWrite, ClusterConfig, Delivery, NetConfig, SimCluster, SimNet};
@@ -65,10 +65,12 @@ fn deliver<M: Machine>(
                 m.handle_connected(ConnId(k & 0xffff_ffff), now);
             } else {
                 net.broker_close(k, t);
-                m.handle_connect_failed(ConnId(k & 0xffff_ffff), now);
+                m.handle_connect_failed(ConnId(k & 0xffff_ffff), ConnectError::Refused, now);
             }
         }
-        Delivery::Refused(k) => m.handle_connect_failed(ConnId(k & 0xffff_ffff), now),
+        Delivery::Refused(k) => {
+            m.handle_connect_failed(ConnId(k & 0xffff_ffff), ConnectError::Refused, now)
+        }
         Delivery::ToBroker(k, bytes) => cluster.receive(k, &bytes, t),
         Delivery::ToClient(k, bytes) => m.handle_received(ConnId(k & 0xffff_ffff), &bytes, now),
         Delivery::BrokerSideClosed(k) => cluster.closed(k),

@@ -8,7 +8,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use kafka_core::fetcher::{self, FetchEvent, Fetcher};
-use kafka_core::net::{ConnId, Transmit};
+use kafka_core::net::{ConnId, ConnectError, Transmit};
 use kafka_core::producer::{self, Producer, ProducerEvent};
 use kafka_core::Instant;
 
@@ -25,7 +25,7 @@ pub trait Machine {
     /// Its user events.
     type Event;
     fn connected(&mut self, c: ConnId, now: Instant);
-    fn connect_failed(&mut self, c: ConnId, now: Instant);
+    fn connect_failed(&mut self, c: ConnId, error: ConnectError, now: Instant);
     fn received(&mut self, c: ConnId, data: &[u8], now: Instant);
     fn closed(&mut self, c: ConnId, now: Instant);
     fn timeout(&mut self, now: Instant);
@@ -40,8 +40,8 @@ macro_rules! machine {
             fn connected(&mut self, c: ConnId, now: Instant) {
                 self.handle_connected(c, now)
             }
-            fn connect_failed(&mut self, c: ConnId, now: Instant) {
-                self.handle_connect_failed(c, now)
+            fn connect_failed(&mut self, c: ConnId, error: ConnectError, now: Instant) {
+                self.handle_connect_failed(c, error, now)
             }
             fn received(&mut self, c: ConnId, data: &[u8], now: Instant) {
                 self.handle_received(c, data, now)
@@ -122,7 +122,7 @@ impl Driver {
                                 self.conns.insert(conn, s);
                                 m.connected(conn, now);
                             }
-                            None => m.connect_failed(conn, now),
+                            None => m.connect_failed(conn, ConnectError::Refused, now),
                         }
                     }
                     Step::Transmit(Transmit::Send { conn, bytes }) => {

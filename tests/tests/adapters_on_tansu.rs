@@ -807,7 +807,7 @@ macro_rules! suite {
                                     assert!(
                                         matches!(
                                             f.error,
-                                            DeliveryError::DeliveryTimeout
+                                            DeliveryError::DeliveryTimeout { .. }
                                                 | DeliveryError::Broker(_)
                                                 | DeliveryError::Request(_)
                                         ),

@@ -185,3 +185,54 @@ fn an_injected_bug_is_found_and_replays_exactly() {
     assert_eq!(a, b, "the replay is identical, trace included");
     assert!(a.trace.len() > 100);
 }
+
+/// Seeds the user-API simulation found bugs with, kept as regression tests (each failed
+/// before its fix, on the code of the time).
+mod regressions {
+    use super::*;
+
+    fn seed(seed: u64) {
+        if let Err(f) = run(&Options::seed(seed)) {
+            panic!("seed {seed}: {f}\n{}", replay_line(seed));
+        }
+    }
+
+    /// A fetch answer from before a rebalance was taken for the reassigned partition beside
+    /// its own fetch: records handed twice in one tenure (kafka-core fetcher: partition
+    /// generations; 31 of 500 seeds).
+    #[test]
+    fn seed_16_an_answer_from_before_a_rebalance_is_not_taken_for_the_new_tenure() {
+        seed(16);
+    }
+
+    /// A member whose coordinator was unreachable when its application stalled past
+    /// max.poll.interval.ms kept its partitions and handed out their records (kafka-core
+    /// membership: the poll deadline is checked on its own timer; 178 of 500 seeds with the
+    /// related handle bugs).
+    #[test]
+    fn seed_13_a_stall_loses_the_partitions_even_without_a_coordinator() {
+        seed(13);
+    }
+
+    /// Records handed over before a loss waited in the handle's outstanding answer while the
+    /// application stalled, and came out before `Lost` (kafka-driver consumer handle).
+    #[test]
+    fn seed_54_an_answer_that_waited_through_a_stall_is_checked_against_revocations() {
+        seed(54);
+    }
+
+    /// A member stalled past max.poll.interval.ms rejoined in the background (the driver
+    /// joins without the application) and kept its partitions (kafka-core membership: the
+    /// poll deadline applies while joining too).
+    #[test]
+    fn seed_471_a_stall_during_a_rebalance_still_loses_the_partitions() {
+        seed(471);
+    }
+
+    /// A manual commit after a stall never resolved: commits waited for a membership that
+    /// had left (kafka-core offsets: commits outside a generation fail at once).
+    #[test]
+    fn seed_386_a_commit_after_a_stall_resolves() {
+        seed(386);
+    }
+}

@@ -41,6 +41,11 @@ pub(super) struct Group {
     user_commits: Vec<CommitId>,
     /// The last automatic commit, after which the member leaves.
     leave_commit: Option<CommitId>,
+    /// As the leader: since when it has been assigning (it waits for a metadata answer given
+    /// since, for topics it does not know).
+    assigning_since: Option<Instant>,
+    /// As the leader: the generation and partition counts its assignment was made with.
+    snapshot: Option<(i32, BTreeMap<String, i32>)>,
 }
 
 impl Group {
@@ -60,6 +65,8 @@ impl Group {
             revoking: Vec::new(),
             user_commits: Vec::new(),
             leave_commit: None,
+            assigning_since: None,
+            snapshot: None,
         })
     }
 }
@@ -209,7 +216,7 @@ impl Fetcher {
     pub(super) fn drive_group(&mut self, now: Instant) {
         let Some(g) = &mut self.group else { return };
         g.membership.handle_timeout(now);
-        g.offsets.handle_timeout(now);
+        g.offsets.handle_timeout(now, self.net.last_problem());
         for _ in 0..3 {
             self.leader_assignment(now);
             self.group_requests(now);
@@ -413,25 +420,69 @@ impl Fetcher {
         }
     }
 
-    /// As the group leader: assign once every subscribed topic's partition count is known.
+    /// As the group leader: assign the subscribed topics' partitions. A topic with no
+    /// metadata once a refresh answered after the join (it does not exist, or is not
+    /// authorised) is left out and reported, as Java does, rather than holding the whole group
+    /// (the leader sends no heartbeat while it assigns).
     fn leader_assignment(&mut self, now: Instant) {
         let Some(g) = &mut self.group else { return };
         let Some(topics) = g.membership.topics_to_assign() else {
+            g.assigning_since = None;
             return;
         };
+        let since = *g.assigning_since.get_or_insert(now);
         let mut counts = BTreeMap::new();
-        let mut missing = false;
+        let mut missing = Vec::new();
         for t in topics {
             self.metadata.use_topic(&t, now);
             match self.metadata.topic(&t) {
                 Some(info) => {
                     counts.insert(t, info.partitions.len() as i32);
                 }
-                None => missing = true,
+                None => missing.push(t),
             }
         }
-        if !missing {
-            g.membership.assign(&counts, now);
+        if !missing.is_empty() {
+            let answered = self.metadata.refreshed_at().is_some_and(|at| at >= since);
+            if !answered {
+                self.metadata.request_update();
+                return;
+            }
+            for topic in &missing {
+                self.events
+                    .push_back(FetchEvent::UnknownTopic(topic.clone()));
+            }
+        }
+        g.membership.assign(&counts, now);
+        g.assigning_since = None;
+        // Unknown topics count as having no partitions: when one appears, the leader rejoins.
+        for topic in missing {
+            counts.insert(topic, 0);
+        }
+        g.snapshot = Some((g.membership.generation().0, counts));
+    }
+
+    /// As the leader of a stable generation: a subscribed topic's partition count changed
+    /// (a topic created, partitions added) since the assignment was made, so the group
+    /// rebalances, as Java's leader does.
+    pub(super) fn check_assignment_snapshot(&mut self) {
+        let Some(g) = &mut self.group else { return };
+        let Some((generation, counts)) = &g.snapshot else {
+            return;
+        };
+        if *generation != g.membership.generation().0 {
+            g.snapshot = None;
+            return;
+        }
+        let changed = counts.iter().any(|(t, n)| {
+            let now = self
+                .metadata
+                .topic(t)
+                .map_or(0, |i| i.partitions.len() as i32);
+            now != *n
+        });
+        if changed && g.membership.rejoin_needed() {
+            g.snapshot = None;
         }
     }
 

@@ -59,6 +59,7 @@ pub use group::SubscribeError;
 pub use records::FetchedRecords;
 
 mod group;
+mod health;
 mod records;
 mod response;
 mod session;
@@ -95,6 +96,14 @@ pub enum FetchError {
     /// The broker returned an error that retrying will not fix.
     #[error("the broker refused the fetch: {0}")]
     Broker(ErrorCode),
+    /// No leader was known for the partition for `default.api.timeout.ms`: the topic or the
+    /// partition may not exist, or its brokers are down. Reported once per timeout; the
+    /// consumer keeps trying.
+    #[error("no leader known for the partition within default.api.timeout.ms: does the topic (and partition) exist?{}", last.as_deref().map(|l| format!(" (last problem: {l})")).unwrap_or_default())]
+    NotAvailable {
+        /// The last connection problem seen, if any.
+        last: Option<String>,
+    },
     /// A batch was corrupt (crc, lengths, decompression); the partition stopped at it.
     #[error("corrupt data at offset {offset}: {error}")]
     Corrupt {
@@ -156,8 +165,18 @@ pub enum FetchEvent {
     ),
     /// The group membership stopped for good (for example FENCED_INSTANCE_ID).
     GroupFailed(ErrorCode),
+    /// As the group's leader: a subscribed topic has no metadata (it does not exist, or is
+    /// not authorised), so the assignment left it out. The group rebalances when it appears.
+    UnknownTopic(String),
     /// The consumer left its group.
     Left,
+    /// No broker answered for `default.api.timeout.ms` while the consumer had partitions to
+    /// read or a group to join: `last` says why. Reported once per timeout; the consumer keeps
+    /// trying.
+    Unreachable {
+        /// The last connection problem seen, if any.
+        last: Option<String>,
+    },
     /// A partition error.
     Error {
         /// The topic.
@@ -221,6 +240,8 @@ struct Part {
     leader_epoch: i32,
     /// The position must be checked with OffsetForLeaderEpoch before fetching from it.
     validate: bool,
+    /// Since when no leader is known for it (the topic or partition may not exist).
+    unknown_since: Option<Instant>,
 }
 
 /// The assign-mode fetcher state machine.
@@ -249,6 +270,8 @@ pub struct Fetcher {
     group: Option<group::Group>,
     /// The last partition generation handed out.
     next_gen: u64,
+    /// Since when the fetcher has had work but no metadata from any broker.
+    unreachable_since: Option<Instant>,
 }
 
 /// [`Fetcher::answered`], on the partitions alone (so that the rest of the fetcher stays
@@ -299,6 +322,7 @@ impl Fetcher {
             sessions: BTreeMap::new(),
             group: group::Group::new(&cfg),
             next_gen: 0,
+            unreachable_since: None,
             cfg,
         }
     }
@@ -338,6 +362,7 @@ impl Fetcher {
             epoch: -1,
             leader_epoch: -1,
             validate: false,
+            unknown_since: None,
         }
     }
 
@@ -436,6 +461,7 @@ impl Fetcher {
             .chain(retries)
             .chain(refresh)
             .chain(self.group_timeout().and_then(future))
+            .chain(self.health_timeout())
             .min()
     }
 
@@ -461,6 +487,7 @@ impl Fetcher {
             }
         }
         self.drive_group(now);
+        self.check_health(now);
         self.check_leader_epochs();
         self.validate(now);
         self.list_offsets(now);
@@ -690,6 +717,7 @@ impl Fetcher {
             } => {
                 self.metadata.handle_response(&resp, now);
                 self.net.update_nodes(self.metadata.nodes(), now);
+                self.check_assignment_snapshot();
             }
             NetEvent::Failed {
                 tag: Tag::Metadata, ..

@@ -254,6 +254,16 @@ impl Membership {
         self.is_active() || (self.want_coordinator && self.state != State::Failed)
     }
 
+    /// Something the assignment depended on changed (a subscribed topic's partitions): a
+    /// stable member rejoins. Returns whether it did.
+    pub fn rejoin_needed(&mut self) -> bool {
+        if self.state == State::Stable {
+            self.rejoin();
+            return true;
+        }
+        false
+    }
+
     /// The coordinator refused a request as not the coordinator (or not available): it is
     /// found again.
     pub fn forget_coordinator(&mut self) {

@@ -292,9 +292,13 @@ impl Offsets {
         }
     }
 
-    /// Time passed: commits and lookups past their deadline fail with a timeout.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        let last = self.last_error.clone();
+    /// Time passed: commits and lookups past their deadline fail with a timeout, naming the
+    /// last error seen (or else `fallback`, the last connection problem).
+    pub fn handle_timeout(&mut self, now: Instant, fallback: Option<&str>) {
+        let last = self
+            .last_error
+            .clone()
+            .or_else(|| fallback.map(str::to_owned));
         let expired = |d: Option<Instant>| d.is_some_and(|d| d <= now);
         let mut i = 0;
         while i < self.commits.len() {

@@ -1,7 +1,7 @@
 //! The surface every sans-IO client shares: five network inputs, one output queue and one
 //! deadline. Drivers and simulations are written once against [`Machine`].
 
-use super::{ConnId, Transmit};
+use super::{ConnId, ConnectError, Transmit};
 use crate::time::Instant;
 
 /// One output of a client state machine: a network action or a user event.
@@ -23,8 +23,9 @@ pub trait Machine {
     type Event;
     /// A connection the machine asked for is open.
     fn handle_connected(&mut self, conn: ConnId, now: Instant);
-    /// A connection could not be opened (refused, unreachable, DNS failure).
-    fn handle_connect_failed(&mut self, conn: ConnId, now: Instant);
+    /// A connection could not be opened (refused, unreachable, DNS failure): `error` says
+    /// why, and errors and timeouts name it.
+    fn handle_connect_failed(&mut self, conn: ConnId, error: ConnectError, now: Instant);
     /// Bytes arrived on a connection.
     fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant);
     /// A connection closed (by the peer or an IO error).

@@ -12,235 +12,50 @@
 //!   failed connections back off exponentially with jitter, idle ones are closed, and a
 //!   response's `throttle_time_ms` mutes its connection (KIP-219).
 
+mod config;
 mod connection;
+mod io;
 mod machine;
+mod types;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use kafka_proto::api::{ApiKey, Request, ResponseBody};
 use kafka_proto::header::{decode_response_body, peek_correlation_id};
 use kafka_proto::messages::api_versions_request::ApiVersionsRequest;
 use kafka_proto::wire::Encoder;
 use kafka_proto::{encode_request_into, BrokerVersions, DecodeError, NegotiationError};
 
-use crate::backoff::Backoff;
-use crate::config::{HostPort, ProducerConfig};
+use crate::config::HostPort;
 use crate::rng::Rng;
 use crate::time::Instant;
+pub use config::NetConfig;
 pub use connection::Peer;
 use connection::{Connection, InFlight, State, Tag};
+pub(crate) use io::network_io;
 pub use machine::{Machine, Output};
+pub(crate) use types::lane;
+pub use types::{
+    ConnId, ConnectError, NetEvent, NodeId, Purpose, RequestError, SendError, Transmit,
+};
 
 /// Byte fields (record batches) this large are sent from their own buffers, in a
 /// [`Transmit::Send`] each, rather than copied into the request: smaller ones cost less to
 /// copy than a write of their own.
 const SPLICE_MIN: usize = 16 * 1024;
 
-/// A broker's node id.
-pub type NodeId = i32;
-
-/// A connection, as numbered by the core. The adapter maps it to a socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ConnId(pub u64);
-
-/// Why a connection to a node exists. The coordinator gets its own, so heartbeats never queue
-/// behind a long-polling fetch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Purpose {
-    /// Produce, fetch, metadata.
-    Data,
-    /// Group coordination.
-    Coordinator,
-    /// An extra connection for producing or fetching (lane 1 and up of
-    /// `connections.per.broker`; lane 0 is the data connection), so a broker that serves each
-    /// connection's requests one at a time serves partitions pinned to different lanes side
-    /// by side.
-    Lane(u8),
-}
-
-/// The connection to its leader that a partition's requests take, of `connections.per.broker`:
-/// always the same one, so its produce requests reach the broker in order (and, with
-/// idempotence, its sequences too), and its fetch session stays on one connection.
-pub(crate) fn lane(partition: i32, lanes: usize) -> usize {
-    partition.unsigned_abs() as usize % lanes.max(1)
-}
-
-impl Purpose {
-    /// The connection of lane `n` of `connections.per.broker`: lane 0 is the data connection
-    /// (which metadata and the rest use too).
-    pub fn lane(n: usize) -> Purpose {
-        match n {
-            0 => Purpose::Data,
-            n => Purpose::Lane(n.min(u8::MAX as usize) as u8),
-        }
-    }
-}
-
-/// What the adapter must do on the network.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transmit {
-    /// Open a TCP connection (resolving the host) and report back with `handle_connected` or
-    /// `handle_connect_failed`.
-    Connect {
-        /// The connection's id.
-        conn: ConnId,
-        /// Where to.
-        addr: HostPort,
-    },
-    /// Write these bytes, in order, after those sent before on the connection. A request may
-    /// take several: a produce request's large record batches each come in their own, from
-    /// the producer's buffers (a vectored write sends them together without a copy).
-    Send {
-        /// The connection.
-        conn: ConnId,
-        /// The bytes.
-        bytes: Bytes,
-    },
-    /// Close the connection. No `handle_closed` is expected for it.
-    Close {
-        /// The connection.
-        conn: ConnId,
-    },
-}
-
-/// Why a request got no response.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RequestError {
-    /// The connection closed first; the broker may or may not have processed the request.
-    #[error("the connection to {addr} closed before the response arrived")]
-    Disconnected {
-        /// The broker's address.
-        addr: HostPort,
-    },
-    /// No response within `request.timeout.ms`; the connection was closed.
-    #[error("no response from {addr} within request.timeout.ms")]
-    TimedOut {
-        /// The broker's address.
-        addr: HostPort,
-    },
-    /// The response could not be decoded; the connection was closed.
-    #[error("malformed response from {addr}: {error}")]
-    Malformed {
-        /// The broker's address.
-        addr: HostPort,
-        /// What was wrong.
-        error: DecodeError,
-    },
-}
-
-/// A request's outcome, for the caller that sent it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NetEvent<T> {
-    /// The response arrived.
-    Response {
-        /// The connection it came on.
-        conn: ConnId,
-        /// The node, if known.
-        node: Option<NodeId>,
-        /// The caller's tag.
-        tag: T,
-        /// The version the request was sent at.
-        version: i16,
-        /// The response.
-        body: ResponseBody,
-    },
-    /// It never will.
-    Failed {
-        /// The connection it was sent on.
-        conn: ConnId,
-        /// The node, if known.
-        node: Option<NodeId>,
-        /// The caller's tag.
-        tag: T,
-        /// Why.
-        error: RequestError,
-    },
-}
-
-/// Why a request could not be sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SendError {
-    /// The connection is not ready (check [`Network::ready`] first).
-    #[error("connection {0:?} is not ready to send")]
-    NotReady(ConnId),
-    /// No version both sides speak.
-    #[error(transparent)]
-    Version(#[from] NegotiationError),
-    /// The request could not be encoded.
-    #[error(transparent)]
-    Encode(#[from] kafka_proto::EncodeError),
-}
-
-/// The connection manager's settings.
-#[derive(Debug, Clone)]
-pub struct NetConfig {
-    /// `client.id`, sent in every request header.
-    pub client_id: String,
-    /// `request.timeout.ms`.
-    pub request_timeout: Duration,
-    /// `socket.connection.setup.timeout.ms` and its `.max.ms`.
-    pub setup_timeout: Backoff,
-    /// `reconnect.backoff.ms` and its `.max.ms`.
-    pub reconnect: Backoff,
-    /// `connections.max.idle.ms`.
-    pub max_idle: Duration,
-    /// `max.in.flight.requests.per.connection`.
-    pub max_in_flight: usize,
-    /// `random.seed`.
-    pub seed: u64,
-}
-
-impl NetConfig {
-    /// The network settings of a consumer configuration.
-    pub fn from_consumer(c: &crate::config::ConsumerConfig) -> Self {
-        NetConfig {
-            client_id: c.client_id.clone(),
-            request_timeout: c.request_timeout,
-            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
-            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
-            max_idle: c.connections_max_idle,
-            // One fetch per broker at a time, plus room for metadata and offset lookups.
-            max_in_flight: 5,
-            seed: c.random_seed,
-        }
-    }
-
-    /// The network settings of an admin configuration.
-    pub fn from_admin(c: &crate::config::AdminConfig) -> Self {
-        NetConfig {
-            client_id: c.client_id.clone(),
-            request_timeout: c.request_timeout,
-            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
-            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
-            max_idle: c.connections_max_idle,
-            max_in_flight: 5,
-            seed: c.random_seed,
-        }
-    }
-
-    /// The network settings of a producer configuration.
-    pub fn from_producer(c: &ProducerConfig) -> Self {
-        NetConfig {
-            client_id: c.client_id.clone(),
-            request_timeout: c.request_timeout,
-            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
-            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
-            max_idle: c.connections_max_idle,
-            max_in_flight: c.max_in_flight,
-            seed: c.random_seed,
-        }
-    }
-}
-
 /// Consecutive failures to one address, and when it may be tried again.
 #[derive(Debug, Clone, Copy, Default)]
 struct Failures {
     count: u32,
     retry_at: Option<Instant>,
+}
+
+/// A problem seen at `now`, for [`Network::last_problem`].
+fn stamp(now: Instant, problem: String) -> Option<(String, Instant)> {
+    Some((problem, now))
 }
 
 /// The client software name and version sent in ApiVersions v3+ (KIP-511).
@@ -264,6 +79,8 @@ pub struct Network<T> {
     /// The size of the last request of each API, by key: the next one's buffer starts that
     /// large, so a megabyte Produce request is not grown (and copied) by doubling.
     frame_hint: Vec<usize>,
+    /// The last connection problem, and when, for errors and timeouts to name.
+    last_problem: Option<(String, Instant)>,
 }
 
 impl<T> Network<T> {
@@ -286,6 +103,7 @@ impl<T> Network<T> {
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             frame_hint: Vec::new(),
+            last_problem: None,
         }
     }
 
@@ -627,13 +445,41 @@ impl<T> Network<T> {
     }
 
     /// The adapter could not connect (refused, unreachable, DNS failure).
-    pub fn handle_connect_failed(&mut self, conn: ConnId, now: Instant) {
+    pub fn handle_connect_failed(&mut self, conn: ConnId, error: ConnectError, now: Instant) {
+        if let Some(c) = self.conns.get(&conn) {
+            self.last_problem = stamp(now, format!("could not connect to {}: {error}", c.addr));
+        }
         self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, false);
     }
 
     /// The peer closed the connection, or the socket failed.
     pub fn handle_closed(&mut self, conn: ConnId, now: Instant) {
+        if let Some(c) = self.conns.get(&conn) {
+            self.last_problem = stamp(
+                now,
+                if c.state == State::Ready {
+                    format!("{} closed the connection", c.addr)
+                } else {
+                    format!(
+                        "{} closed the connection during the ApiVersions handshake (is it a Kafka \
+                     listener, and does it need TLS or SASL? see security.protocol)",
+                        c.addr
+                    )
+                },
+            );
+        }
         self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, false);
+    }
+
+    /// The last connection problem seen (a refused connect, a timeout, a server that does not
+    /// speak Kafka...), for errors and timeouts to name.
+    pub fn last_problem(&self) -> Option<&str> {
+        self.last_problem.as_ref().map(|(p, _)| p.as_str())
+    }
+
+    /// [`Network::last_problem`], with when it was seen.
+    pub fn last_problem_seen(&self) -> Option<(&str, Instant)> {
+        self.last_problem.as_ref().map(|(p, at)| (p.as_str(), *at))
     }
 
     /// Bytes arrived on a connection.
@@ -659,11 +505,7 @@ impl<T> Network<T> {
                 continue;
             }
             if expected.is_none() || got != expected {
-                return self.malformed(
-                    conn,
-                    DecodeError::InvalidBatch("response for no request in flight"),
-                    now,
-                );
+                return self.malformed(conn, DecodeError::UnexpectedResponse, now);
             }
             let req = c.in_flight.pop_front().expect("checked");
             let body = match decode_response_body(req.api, req.version, &frame) {
@@ -730,9 +572,19 @@ impl<T> Network<T> {
                 return self.send_api_versions(conn, max.max(0), now);
             }
         }
-        if resp.error_code != 0 {
-            let error = DecodeError::InvalidBatch("ApiVersions handshake failed");
-            return self.malformed(conn, error, now);
+        if let Some(code) = kafka_proto::ErrorCode::from_code(resp.error_code) {
+            if let Some(c) = self.conns.get(&conn) {
+                self.last_problem = stamp(
+                    now,
+                    format!("{} refused the ApiVersions handshake: {code}", c.addr),
+                );
+            }
+            return self.fail_connection(
+                conn,
+                now,
+                |addr| RequestError::Handshake { addr, code },
+                true,
+            );
         }
         let c = self.conns.get_mut(&conn).expect("present");
         c.versions = versions;
@@ -742,6 +594,20 @@ impl<T> Network<T> {
     }
 
     fn malformed(&mut self, conn: ConnId, error: DecodeError, now: Instant) {
+        if let Some(c) = self.conns.get(&conn) {
+            self.last_problem = stamp(
+                now,
+                if c.state == State::Ready {
+                    format!("{} sent a malformed response: {error}", c.addr)
+                } else {
+                    format!(
+                    "{} did not answer the ApiVersions handshake like a Kafka broker ({error}): \
+                     is it a Kafka listener, and does it need TLS? (see security.protocol)",
+                    c.addr
+                )
+                },
+            );
+        }
         self.fail_connection(
             conn,
             now,
@@ -816,11 +682,25 @@ impl<T> Network<T> {
             let c = &self.conns[&id];
             if let State::Connecting { deadline } = c.state {
                 if deadline <= now {
+                    self.last_problem = stamp(
+                        now,
+                        format!(
+                            "no connection to {} within socket.connection.setup.timeout.ms",
+                            c.addr
+                        ),
+                    );
                     self.fail_connection(id, now, |addr| RequestError::Disconnected { addr }, true);
                     continue;
                 }
             }
-            if c.in_flight.front().is_some_and(|f| f.deadline <= now) {
+            if let Some(f) = c.in_flight.front().filter(|f| f.deadline <= now) {
+                self.last_problem = stamp(
+                    now,
+                    format!(
+                        "{} did not answer {:?} within request.timeout.ms",
+                        c.addr, f.api
+                    ),
+                );
                 self.fail_connection(id, now, |addr| RequestError::TimedOut { addr }, true);
                 continue;
             }
@@ -868,96 +748,3 @@ impl<T> Network<T> {
         self.events.pop_front()
     }
 }
-
-/// Gives a state machine that owns a `net: Network<_>`, a `drive(now)` step and an
-/// `events` queue its network surface: the five network inputs, each passed to the
-/// connection manager and followed by one step, and `poll_output` over its `Output` type
-/// (network actions first, then user events).
-macro_rules! network_io {
-    ($ty:ty, $event:ty) => {
-        impl $ty {
-            /// Whether [`poll_output`](Self::poll_output) has something (a pure query).
-            pub fn has_output(&self) -> bool {
-                self.net.has_transmit() || !self.events.is_empty()
-            }
-
-            /// The next output: network actions first, then user events.
-            pub fn poll_output(&mut self) -> Option<$crate::net::Output<$event>> {
-                if let Some(t) = self.net.poll_transmit() {
-                    return Some($crate::net::Output::Transmit(t));
-                }
-                self.events.pop_front().map($crate::net::Output::Event)
-            }
-
-            /// The adapter connected a connection.
-            pub fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
-                self.net.handle_connected(conn, now);
-                self.drive(now);
-            }
-
-            /// The adapter could not connect (refused, unreachable, DNS failure).
-            pub fn handle_connect_failed(
-                &mut self,
-                conn: $crate::net::ConnId,
-                now: $crate::Instant,
-            ) {
-                self.net.handle_connect_failed(conn, now);
-                self.drive(now);
-            }
-
-            /// Bytes arrived on a connection.
-            pub fn handle_received(
-                &mut self,
-                conn: $crate::net::ConnId,
-                data: &[u8],
-                now: $crate::Instant,
-            ) {
-                self.net.handle_received(conn, data, now);
-                self.drive(now);
-            }
-
-            /// A connection closed.
-            pub fn handle_closed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
-                self.net.handle_closed(conn, now);
-                self.drive(now);
-            }
-
-            /// Time passed: expire, retry, linger.
-            pub fn handle_timeout(&mut self, now: $crate::Instant) {
-                self.net.handle_timeout(now);
-                self.drive(now);
-            }
-        }
-
-        impl $crate::net::Machine for $ty {
-            type Event = $event;
-            fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
-                <$ty>::handle_connected(self, conn, now)
-            }
-            fn handle_connect_failed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
-                <$ty>::handle_connect_failed(self, conn, now)
-            }
-            fn handle_received(
-                &mut self,
-                conn: $crate::net::ConnId,
-                data: &[u8],
-                now: $crate::Instant,
-            ) {
-                <$ty>::handle_received(self, conn, data, now)
-            }
-            fn handle_closed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
-                <$ty>::handle_closed(self, conn, now)
-            }
-            fn handle_timeout(&mut self, now: $crate::Instant) {
-                <$ty>::handle_timeout(self, now)
-            }
-            fn poll_output(&mut self) -> Option<$crate::net::Output<$event>> {
-                <$ty>::poll_output(self)
-            }
-            fn poll_timeout(&self) -> Option<$crate::Instant> {
-                <$ty>::poll_timeout(self)
-            }
-        }
-    };
-}
-pub(crate) use network_io;

@@ -48,6 +48,9 @@ pub(crate) struct Batch {
     /// Whether an attempt's fate is unknown (sent, then no answer): a final failure is then
     /// "possibly sent". A definitive broker answer does not clear it: certainty only weakens.
     pub sent: bool,
+    /// Why its last attempt failed, and when, for a timeout to name (boxed: rare, and
+    /// batches are many).
+    pub last_error: Option<Box<(String, Instant)>>,
 }
 
 impl Batch {
@@ -342,6 +345,7 @@ impl Accumulator {
             base_sequence: -1,
             epoch: -1,
             sent: false,
+            last_error: None,
         });
         Ok(Appended {
             new_batch: true,
@@ -437,13 +441,20 @@ impl Accumulator {
         out
     }
 
-    /// Puts a batch back for a retry, ahead of newer batches and in sequence order.
+    /// Puts a batch back for a retry, ahead of newer batches: in sequence order with
+    /// idempotence, in deadline (creation) order without. Either way a queue's deadlines
+    /// never decrease, which `expire` relies on.
     pub fn reenqueue(&mut self, b: Batch) {
         let q = self.queues.or_default(&Topic::from(&b.tp.0), b.tp.1);
         let at = q
             .iter()
             .position(|o| {
-                o.sealed.is_none() || (b.base_sequence >= 0 && o.base_sequence > b.base_sequence)
+                o.sealed.is_none()
+                    || if b.base_sequence >= 0 {
+                        o.base_sequence > b.base_sequence
+                    } else {
+                        o.deadline > b.deadline
+                    }
             })
             .unwrap_or(q.len());
         q.insert(at, b);
@@ -540,12 +551,13 @@ impl Accumulator {
                 reserved: if i == 0 { b.reserved } else { 0 },
                 full: true,
                 base_sequence: if b.base_sequence >= 0 {
-                    b.base_sequence + range.start as i32
+                    super::idempotence::seq_add(b.base_sequence, range.start)
                 } else {
                     -1
                 },
                 epoch: b.epoch,
                 sent: b.sent,
+                last_error: b.last_error.clone(),
             });
         }
         let second = halves.pop().expect("two halves");
@@ -648,5 +660,36 @@ mod tests {
         b.seal(&BatchMeta::default());
         acc.recycle(b);
         assert_eq!(recycled(&acc), 1);
+    }
+
+    /// Without idempotence, a retried batch went back behind any younger batch already
+    /// waiting for its retry, and expiry looks only at queue fronts: the older batch outlived
+    /// its `delivery.timeout.ms` until the younger one's passed (found by reading the code; it
+    /// takes a younger batch's request to fail before an older batch's retry does).
+    #[test]
+    fn a_retried_batch_goes_back_in_deadline_order_so_fronts_expire_first() {
+        let mut acc = Accumulator::new(1024, Duration::ZERO, Compression::None, 1 << 20);
+        let tp = ("t".to_string(), 0);
+        let r = ProducerRecord::new("t", vec![1u8; 10], 1);
+        let (older, younger) = (Instant::from_millis(2000), Instant::from_millis(2060));
+        acc.append(tp.1, &r, RecordToken(0), Instant::ZERO, older, Block::Whole)
+            .unwrap();
+        let mut first = drained(&mut acc, &tp);
+        first.seal(&BatchMeta::default());
+        let at = Instant::from_millis(60);
+        acc.append(tp.1, &r, RecordToken(1), at, younger, Block::Whole)
+            .unwrap();
+        let mut second = drained(&mut acc, &tp);
+        second.seal(&BatchMeta::default());
+        // The younger batch's request failed first; then the older one's retry did.
+        acc.reenqueue(second);
+        acc.reenqueue(first);
+        let expired = acc.expire(older);
+        assert_eq!(
+            expired.iter().map(|b| b.deadline).collect::<Vec<_>>(),
+            [older],
+            "the older batch expires at its own deadline"
+        );
+        assert_eq!(acc.next_deadline(), Some(younger));
     }
 }

@@ -170,6 +170,7 @@ impl Producer {
         if unknown {
             b.sent = true;
         }
+        b.last_error = Some(Box::new((error.to_string(), now)));
         let retries_left = (b.attempts as i64) < i64::from(self.cfg.retries);
         if retries_left && b.deadline > now && self.closing.is_none_or(|d| d > now) {
             b.retry_at = Some(now + self.retry_backoff.delay(b.attempts, &mut self.rng));
@@ -203,7 +204,8 @@ impl Producer {
         for (i, r) in b.records.iter().enumerate() {
             let outcome = Outcome::Delivered {
                 partition: b.tp.1,
-                offset: base_offset.map(|o| o + i as i64),
+                // A broker's number: never trusted not to overflow.
+                offset: base_offset.and_then(|o| o.checked_add(i as i64)),
                 timestamp: if log_append_time >= 0 {
                     log_append_time
                 } else {

@@ -744,9 +744,24 @@ impl Producer {
         Some(b)
     }
 
+    /// A delivery timeout naming the later of the batch's last error and the last connection
+    /// problem.
+    fn timeout_error(&self, b: &Batch) -> DeliveryError {
+        let batch = b.last_error.as_deref().map(|(e, at)| (e.as_str(), *at));
+        let net = self.net.last_problem_seen();
+        let last = match (batch, net) {
+            (Some((e, at)), Some((p, seen))) => Some(if seen > at { p } else { e }),
+            (b, n) => b.or(n).map(|(e, _)| e),
+        };
+        DeliveryError::DeliveryTimeout {
+            last: last.map(str::to_owned),
+        }
+    }
+
     fn expire(&mut self, now: Instant) {
         for b in self.acc.expire(now) {
-            self.fail_batch(b, DeliveryError::DeliveryTimeout, false);
+            let error = self.timeout_error(&b);
+            self.fail_batch(b, error, false);
         }
         let late: Vec<u64> = self
             .in_flight
@@ -759,7 +774,8 @@ impl Producer {
             let b = self.take_in_flight(id).expect("listed above");
             // Its sequence's fate is unknown: the partition must start over (KIP-360).
             self.request_bump(&b.tp);
-            self.fail_batch(b, DeliveryError::DeliveryTimeout, true);
+            let error = self.timeout_error(&b);
+            self.fail_batch(b, error, true);
         }
         while let Some(p) = self.pending.front() {
             if p.deadline > now {
@@ -767,7 +783,10 @@ impl Producer {
             }
             let p = self.pending.pop_front().expect("checked");
             self.forget_pending_topic(&p.record.topic);
-            let error = DeliveryError::MetadataTimeout(p.record.topic.to_string());
+            let error = DeliveryError::MetadataTimeout {
+                topic: p.record.topic.to_string(),
+                last: self.net.last_problem().map(str::to_owned),
+            };
             self.fail_pending(p, error);
         }
     }

@@ -200,12 +200,24 @@ pub enum Certainty {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeliveryError {
-    /// `delivery.timeout.ms` passed before the record was acknowledged.
-    #[error("delivery.timeout.ms expired before the record was acknowledged")]
-    DeliveryTimeout,
+    /// `delivery.timeout.ms` passed before the record was acknowledged; `last` is the last
+    /// cause seen (its last attempt's error, or the last connection problem).
+    #[error(
+        "delivery.timeout.ms expired before the record was acknowledged{}",
+        last_cause(last)
+    )]
+    DeliveryTimeout {
+        /// The last cause seen, if any.
+        last: Option<String>,
+    },
     /// The topic's metadata did not arrive within `max.block.ms`.
-    #[error("metadata for topic `{0}` was not available within max.block.ms: check the topic exists and the broker is reachable")]
-    MetadataTimeout(String),
+    #[error("metadata for topic `{topic}` was not available within max.block.ms: check the topic exists and the broker is reachable{}", last_cause(last))]
+    MetadataTimeout {
+        /// The topic.
+        topic: String,
+        /// The last cause seen (a connection problem), if any.
+        last: Option<String>,
+    },
     /// The broker rejected the batch with an error that retrying cannot fix.
     #[error("the broker rejected the record: {0}")]
     Broker(ErrorCode),
@@ -297,3 +309,10 @@ pub enum ProducerEvent {
 
 /// What the producer asks of its driver.
 pub type Output = crate::net::Output<ProducerEvent>;
+
+/// " (last: ...)" for a timeout's message, or nothing.
+fn last_cause(last: &Option<String>) -> String {
+    last.as_deref()
+        .map(|l| format!(" (last: {l})"))
+        .unwrap_or_default()
+}

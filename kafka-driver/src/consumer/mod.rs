@@ -167,6 +167,17 @@ pub enum ConsumeError {
     /// The group membership stopped for good (for example FENCED_INSTANCE_ID).
     #[error("the consumer group membership failed: {0}")]
     Group(ErrorCode),
+    /// A subscribed topic has no metadata (it does not exist, or is not authorised): the
+    /// group assigned it nothing, and rebalances when it appears. Reported by the group's
+    /// leader.
+    #[error("subscribed topic `{0}` does not exist (or is not authorised); the group assigns it when it appears")]
+    UnknownTopic(String),
+    /// No broker answered for `default.api.timeout.ms`; the consumer keeps trying.
+    #[error("no broker answered within default.api.timeout.ms{}; check bootstrap.servers and that the cluster is up", last.as_deref().map(|l| format!(" (last problem: {l})")).unwrap_or_default())]
+    Unreachable {
+        /// The last connection problem seen, if any.
+        last: Option<String>,
+    },
     /// The consumer's driver has stopped.
     #[error("the consumer is closed")]
     Closed,
@@ -464,7 +475,11 @@ impl<R: Runtime> Consumer<R> {
                 };
                 self.progress.insert(
                     (record.topic.clone(), record.partition),
-                    (record.offset + 1, reading.leader_epoch.unwrap_or(-1)),
+                    // A broker's number: saturating, never overflowing.
+                    (
+                        record.offset.saturating_add(1),
+                        reading.leader_epoch.unwrap_or(-1),
+                    ),
                 );
                 Some(Ok(record))
             }
@@ -578,6 +593,8 @@ impl<R: Runtime> Consumer<R> {
                     return Ok(self.rebalanced(ConsumerEvent::Lost(tps)));
                 }
                 FetchEvent::GroupFailed(e) => return Err(ConsumeError::Group(e)),
+                FetchEvent::Unreachable { last } => return Err(ConsumeError::Unreachable { last }),
+                FetchEvent::UnknownTopic(topic) => return Err(ConsumeError::UnknownTopic(topic)),
                 // Commits and leaving are answered to their callers by the driver.
                 _ => {}
             }

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use kafka_core::net::{ConnId, Machine, Output, Transmit};
+use kafka_core::net::{ConnId, ConnectError, Machine, Output, Transmit};
 use kafka_core::Instant;
 use kafka_sim::{BrokerWrite, ClusterConfig, ConnKey, Delivery, NetConfig, SimCluster, SimNet};
 
@@ -213,14 +213,18 @@ impl World {
                 } else {
                     self.note(|| format!("net: c{i}/{} refused by down broker {node}", conn.0));
                     self.net.broker_close(k, t);
-                    self.with_client(i, |c, now| c.handle_connect_failed(conn, now));
+                    self.with_client(i, |c, now| {
+                        c.handle_connect_failed(conn, ConnectError::Refused, now)
+                    });
                 }
                 self.drain_client(i)?;
             }
             Delivery::Refused(k) => {
                 let (i, conn) = split(k);
                 self.note(|| format!("net: c{i}/{} refused", conn.0));
-                self.with_client(i, |c, now| c.handle_connect_failed(conn, now));
+                self.with_client(i, |c, now| {
+                    c.handle_connect_failed(conn, ConnectError::Refused, now)
+                });
                 self.drain_client(i)?;
             }
             Delivery::ToBroker(k, bytes) => {
@@ -353,7 +357,7 @@ pub trait MachineLike {
     /// See [`Machine::handle_connected`].
     fn handle_connected(&mut self, conn: ConnId, now: Instant);
     /// See [`Machine::handle_connect_failed`].
-    fn handle_connect_failed(&mut self, conn: ConnId, now: Instant);
+    fn handle_connect_failed(&mut self, conn: ConnId, error: ConnectError, now: Instant);
     /// See [`Machine::handle_received`].
     fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant);
     /// See [`Machine::handle_closed`].
@@ -366,8 +370,8 @@ impl<M: Machine> MachineLike for M {
     fn handle_connected(&mut self, conn: ConnId, now: Instant) {
         Machine::handle_connected(self, conn, now)
     }
-    fn handle_connect_failed(&mut self, conn: ConnId, now: Instant) {
-        Machine::handle_connect_failed(self, conn, now)
+    fn handle_connect_failed(&mut self, conn: ConnId, error: ConnectError, now: Instant) {
+        Machine::handle_connect_failed(self, conn, error, now)
     }
     fn handle_received(&mut self, conn: ConnId, data: &[u8], now: Instant) {
         Machine::handle_received(self, conn, data, now)

@@ -138,6 +138,11 @@ pub fn sleep(d: Duration) -> SimTimer {
     SimRuntime::timer(SimRuntime::now() + d)
 }
 
+/// Runs `f` on the simulated network and cluster (for applications that inject faults).
+pub fn with_wire<T>(f: impl FnOnce(&mut Wire) -> T) -> T {
+    with_env(|env| f(&mut env.wire.borrow_mut()))
+}
+
 /// Virtual time now.
 pub fn now() -> Instant {
     SimRuntime::now()

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,7 +21,11 @@ use kafka_core::producer::{
 use kafka_core::Instant;
 
 use crate::driver::{self, Session};
+
+mod pending;
+
 use crate::runtime::Runtime;
+use pending::{Pending, Polled};
 
 /// A record to send. Without a timestamp, the current wall-clock time is used.
 #[derive(Debug, Clone, Default)]
@@ -134,42 +138,25 @@ impl std::fmt::Debug for Delivery {
 impl Future for Delivery {
     type Output = Result<Delivered, Failed>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let outcome = {
-            let mut pending = self.shared.pending();
-            match pending.slot(self.token) {
-                Some(Slot::Waiting(waker)) => {
-                    if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                        *waker = Some(cx.waker().clone());
-                    }
-                    None
-                }
-                // Taken already, or never there: only a bug gets here.
-                Some(Slot::Gone) | None => Some(closed()),
-                Some(slot) => {
-                    let outcome = slot.take();
-                    pending.trim();
-                    outcome
-                }
-            }
+        let outcome = match self.shared.pending().poll(self.token, cx) {
+            Polled::Waiting => return Poll::Pending,
+            Polled::Ready(outcome) => outcome,
+            // Taken already, or never there: only a bug gets here.
+            Polled::Missing => pending::closed(),
         };
-        match outcome {
-            None => Poll::Pending,
-            Some(outcome) => {
-                self.taken = true;
-                Poll::Ready(match outcome {
-                    Outcome::Delivered {
-                        partition,
-                        offset,
-                        timestamp,
-                    } => Ok(Delivered {
-                        partition,
-                        offset,
-                        timestamp,
-                    }),
-                    Outcome::Failed { error, certainty } => Err(Failed { error, certainty }),
-                })
-            }
-        }
+        self.taken = true;
+        Poll::Ready(match outcome {
+            Outcome::Delivered {
+                partition,
+                offset,
+                timestamp,
+            } => Ok(Delivered {
+                partition,
+                offset,
+                timestamp,
+            }),
+            Outcome::Failed { error, certainty } => Err(Failed { error, certainty }),
+        })
     }
 }
 
@@ -177,20 +164,8 @@ impl Drop for Delivery {
     fn drop(&mut self) {
         if !self.taken {
             // Nobody will read the outcome: its slot is freed when it comes (or now).
-            let mut pending = self.shared.pending();
-            if let Some(slot) = pending.slot(self.token) {
-                *slot = Slot::Gone;
-                pending.trim();
-            }
+            self.shared.pending().forget(self.token);
         }
-    }
-}
-
-/// What a record whose driver stopped without resolving it gets (its runtime shut down).
-fn closed() -> Outcome {
-    Outcome::Failed {
-        error: DeliveryError::Closed,
-        certainty: Certainty::PossiblySent,
     }
 }
 
@@ -419,126 +394,6 @@ impl<R: Runtime> Producer<R> {
     }
 }
 
-/// The outcomes of records in the core, by token. Tokens come in order and outcomes nearly
-/// so: a ring indexed from the oldest token, not a map.
-#[derive(Default)]
-struct Pending {
-    base: u64,
-    slots: VecDeque<Slot>,
-}
-
-/// One record's outcome, as its [`Delivery`] sees it. A slot takes at most 32 bytes, where an
-/// [`Outcome`] takes 48 or more: every record in flight has one, and with many outstanding the
-/// ring outgrows the caches.
-enum Slot {
-    /// Not resolved yet; the waker of the task awaiting it, if one is.
-    Waiting(Option<Waker>),
-    /// Delivered, not yet taken: partition, offset ([`NO_OFFSET`] for none), timestamp.
-    Delivered(i32, i64, i64),
-    /// Failed, not yet taken (rare, so boxed).
-    Failed(Box<Outcome>),
-    /// Taken, or its `Delivery` was dropped: the slot is free.
-    Gone,
-}
-
-/// A delivered record's missing offset (acks=0, a duplicate), in a [`Slot::Delivered`]:
-/// brokers never assign a negative offset.
-const NO_OFFSET: i64 = i64::MIN;
-
-impl Slot {
-    fn done(outcome: Outcome) -> Slot {
-        match outcome {
-            Outcome::Delivered {
-                partition,
-                offset,
-                timestamp,
-            } => Slot::Delivered(partition, offset.unwrap_or(NO_OFFSET), timestamp),
-            failed => Slot::Failed(Box::new(failed)),
-        }
-    }
-
-    /// The outcome of a resolved slot, which it leaves free.
-    fn take(&mut self) -> Option<Outcome> {
-        match std::mem::replace(self, Slot::Gone) {
-            Slot::Delivered(partition, offset, timestamp) => Some(Outcome::Delivered {
-                partition,
-                offset: (offset != NO_OFFSET).then_some(offset),
-                timestamp,
-            }),
-            Slot::Failed(outcome) => Some(*outcome),
-            other => {
-                *self = other;
-                None
-            }
-        }
-    }
-}
-
-impl Pending {
-    fn insert(&mut self, token: RecordToken) {
-        if self.slots.is_empty() {
-            self.base = token.0;
-        }
-        let Some(i) = token.0.checked_sub(self.base) else {
-            debug_assert!(false, "tokens only grow");
-            return;
-        };
-        let i = i as usize;
-        while self.slots.len() < i {
-            // Tokens of records refused at once (never handed out) leave free slots.
-            self.slots.push_back(Slot::Gone);
-        }
-        if i == self.slots.len() {
-            self.slots.push_back(Slot::Waiting(None));
-        } else {
-            self.slots[i] = Slot::Waiting(None);
-        }
-    }
-
-    fn slot(&mut self, token: RecordToken) -> Option<&mut Slot> {
-        let i = usize::try_from(token.0.checked_sub(self.base)?).ok()?;
-        self.slots.get_mut(i)
-    }
-
-    /// Resolves a record; returns the waker to wake once the lock is let go.
-    fn resolve(&mut self, token: RecordToken, outcome: Outcome) -> Option<Waker> {
-        let slot = self.slot(token)?;
-        match std::mem::replace(slot, Slot::done(outcome)) {
-            Slot::Waiting(waker) => waker,
-            // Its `Delivery` was dropped: nobody reads it.
-            Slot::Gone => {
-                *slot = Slot::Gone;
-                self.trim();
-                None
-            }
-            Slot::Delivered(..) | Slot::Failed(_) => {
-                debug_assert!(false, "a record resolved twice");
-                None
-            }
-        }
-    }
-
-    /// Frees the slots at the front that nobody will read.
-    fn trim(&mut self) {
-        while matches!(self.slots.front(), Some(Slot::Gone)) {
-            self.slots.pop_front();
-            self.base += 1;
-        }
-    }
-
-    /// The driver is gone: every record still waiting fails as closed.
-    fn close_all(&mut self) -> Vec<Waker> {
-        let mut wakers = Vec::new();
-        for slot in &mut self.slots {
-            if let Slot::Waiting(waker) = slot {
-                wakers.extend(waker.take());
-                *slot = Slot::done(closed());
-            }
-        }
-        wakers
-    }
-}
-
 struct ProducerSession {
     shared: Arc<Shared>,
     flushes: BTreeMap<FlushToken, oneshot::Sender<()>>,
@@ -558,10 +413,15 @@ impl ProducerSession {
 impl Drop for ProducerSession {
     fn drop(&mut self) {
         // The driver is gone (its runtime shut down, or it finished): nothing will resolve
-        // the records still waiting, so they fail now rather than hang.
-        self.shared.stopped.store(true, Ordering::Release);
+        // the records still waiting, so they fail now rather than hang. Under the core's lock,
+        // as `send` checks `stopped` under it before inserting its slot: a send either
+        // inserted before `close_all` (and is failed by it) or sees `stopped`.
+        let wakers = {
+            let _core = self.shared.core();
+            self.shared.stopped.store(true, Ordering::Release);
+            self.shared.pending().close_all()
+        };
         self.shared.memory.notify(usize::MAX);
-        let wakers = self.shared.pending().close_all();
         for w in wakers {
             w.wake();
         }
@@ -714,42 +574,48 @@ mod tests {
         assert!((read - now_ms).abs() < 1_000, "{read} vs {now_ms}");
     }
 
+    /// `ProducerSession::drop` set `stopped` without the core's lock, while `send` checks it
+    /// under that lock and then inserts its slot: a send racing a shutdown could insert after
+    /// `close_all`, leaving a `Delivery` that never resolves (found by reading the code). Here
+    /// the send's side holds the lock while the session drops on another thread.
     #[test]
-    fn a_slot_is_small_and_gives_back_the_outcome_it_took() {
-        // An `Outcome` alone takes 48 or more.
+    #[allow(clippy::disallowed_methods)] // a real thread races the test's lock
+    fn a_send_racing_the_driver_shutdown_still_resolves() {
+        let config = ProducerConfig::from_map([("bootstrap.servers", "b:9092")]).unwrap();
+        let shared = Arc::new(Shared {
+            core: Mutex::new(Locked {
+                producer: kafka_core::Producer::new(config),
+                wall: WallClock {
+                    read: crate::runtime::os_clock::wall_clock_us,
+                    read_at: None,
+                },
+                armed: None,
+            }),
+            pending: Mutex::new(Pending::default()),
+            memory: event_listener::Event::new(),
+            stopped: AtomicBool::new(false),
+        });
+        let session = ProducerSession {
+            shared: shared.clone(),
+            flushes: BTreeMap::new(),
+            closers: Vec::new(),
+            finished: false,
+        };
+        // `send`: the core's lock, then `stopped`...
+        let core = shared.core();
+        assert!(!shared.stopped.load(Ordering::Acquire));
+        let dropper = std::thread::spawn(move || drop(session));
+        std::thread::sleep(Duration::from_millis(50));
+        // ...then the slot, still under the lock.
+        let token = RecordToken(0);
+        shared.pending().insert(token);
+        drop(core);
+        dropper.join().unwrap();
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
         assert!(
-            std::mem::size_of::<Slot>() <= 32,
-            "{}",
-            std::mem::size_of::<Slot>()
-        );
-        assert!(std::mem::size_of::<Outcome>() >= 48);
-        let outcomes = [
-            Outcome::Delivered {
-                partition: 2,
-                offset: Some(0),
-                timestamp: -1,
-            },
-            Outcome::Delivered {
-                partition: 0,
-                offset: None,
-                timestamp: 1_700_000_000_000,
-            },
-            Outcome::Failed {
-                error: DeliveryError::DeliveryTimeout,
-                certainty: Certainty::PossiblySent,
-            },
-        ];
-        for outcome in outcomes {
-            let mut slot = Slot::done(outcome.clone());
-            assert_eq!(slot.take(), Some(outcome));
-            assert!(matches!(slot, Slot::Gone), "taking frees the slot");
-            assert_eq!(slot.take(), None);
-        }
-        let mut waiting = Slot::Waiting(None);
-        assert_eq!(waiting.take(), None);
-        assert!(
-            matches!(waiting, Slot::Waiting(None)),
-            "an unresolved slot stays"
+            matches!(shared.pending().poll(token, &mut cx), Polled::Ready(_)),
+            "the record sent as the driver stopped has its outcome"
         );
     }
 }

@@ -1,0 +1,67 @@
+//! The connection manager's settings, from each client's configuration.
+
+use std::time::Duration;
+
+use crate::backoff::Backoff;
+use crate::config::ProducerConfig;
+
+/// The connection manager's settings.
+#[derive(Debug, Clone)]
+pub struct NetConfig {
+    /// `client.id`, sent in every request header.
+    pub client_id: String,
+    /// `request.timeout.ms`.
+    pub request_timeout: Duration,
+    /// `socket.connection.setup.timeout.ms` and its `.max.ms`.
+    pub setup_timeout: Backoff,
+    /// `reconnect.backoff.ms` and its `.max.ms`.
+    pub reconnect: Backoff,
+    /// `connections.max.idle.ms`.
+    pub max_idle: Duration,
+    /// `max.in.flight.requests.per.connection`.
+    pub max_in_flight: usize,
+    /// `random.seed`.
+    pub seed: u64,
+}
+
+impl NetConfig {
+    /// The network settings of a consumer configuration.
+    pub fn from_consumer(c: &crate::config::ConsumerConfig) -> Self {
+        NetConfig {
+            client_id: c.client_id.clone(),
+            request_timeout: c.request_timeout,
+            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
+            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
+            max_idle: c.connections_max_idle,
+            // One fetch per broker at a time, plus room for metadata and offset lookups.
+            max_in_flight: 5,
+            seed: c.random_seed,
+        }
+    }
+
+    /// The network settings of an admin configuration.
+    pub fn from_admin(c: &crate::config::AdminConfig) -> Self {
+        NetConfig {
+            client_id: c.client_id.clone(),
+            request_timeout: c.request_timeout,
+            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
+            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
+            max_idle: c.connections_max_idle,
+            max_in_flight: 5,
+            seed: c.random_seed,
+        }
+    }
+
+    /// The network settings of a producer configuration.
+    pub fn from_producer(c: &ProducerConfig) -> Self {
+        NetConfig {
+            client_id: c.client_id.clone(),
+            request_timeout: c.request_timeout,
+            setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
+            reconnect: Backoff::new(c.reconnect_backoff, c.reconnect_backoff_max),
+            max_idle: c.connections_max_idle,
+            max_in_flight: c.max_in_flight,
+            seed: c.random_seed,
+        }
+    }
+}
