@@ -4,5 +4,7 @@
 pub mod apisim;
 pub mod blocking;
 pub mod broker;
+pub mod brokers;
+pub mod kafka;
 pub mod sim;
 pub mod simrt;

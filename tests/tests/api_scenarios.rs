@@ -422,3 +422,105 @@ fn a_connect_given_up_while_connecting_leaves_no_socket_open() {
 fn simrt_latency(sim: &Sim, latency: Duration) {
     sim.wire().net.set_latency(latency, Duration::ZERO);
 }
+
+/// With acks=0, records sent before the topic's metadata came were placed in several batches
+/// per partition at once; a round sends one batch per partition, and with no response to come
+/// (acks=0) and the rest ready already (their linger passed), nothing woke the producer
+/// again: the last batches waited for delivery.timeout.ms and failed as never sent (found
+/// running the adapter suite against Apache Kafka).
+#[test]
+fn acks_0_batches_ready_behind_a_sent_one_go_out_at_once() {
+    let sim = sim(10);
+    // Metadata takes a while to come: the records pile up first.
+    simrt_latency(&sim, Duration::from_millis(5));
+    let (failed, took) = run(&sim, Duration::from_secs(60), async {
+        let p = Producer::<SimRuntime>::from_map([
+            ("bootstrap.servers", BOOTSTRAP),
+            ("acks", "0"),
+            ("enable.idempotence", "false"),
+            ("batch.size", "1024"),
+            ("linger.ms", "2"),
+            ("request.timeout.ms", "3000"),
+            ("delivery.timeout.ms", "5000"),
+        ])
+        .unwrap();
+        let began = simrt::now();
+        let mut deliveries = Vec::new();
+        for i in 0..2000 {
+            let r = Record::new("t", format!("value-{i}"))
+                .key(format!("key-{}", i % 50))
+                .header("seq", i.to_string());
+            deliveries.push(p.send(r).await.unwrap());
+        }
+        let mut failed = 0;
+        for d in deliveries {
+            failed += usize::from(d.await.is_err());
+        }
+        (failed, simrt::now() - began)
+    });
+    assert_eq!(failed, 0);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+}
+
+/// An idempotent producer whose only broker was down for longer than delivery.timeout.ms:
+/// records in flight expire (their sequences' fate unknown), and the records sent after the
+/// broker is back must be delivered (found on Apache Kafka: every later record failed with
+/// OUT_OF_ORDER_SEQUENCE_NUMBER until its delivery timeout).
+#[test]
+fn an_idempotent_producer_recovers_after_its_broker_was_down_past_the_delivery_timeout() {
+    for seed in 0..20 {
+        let sim = sim(100 + seed);
+        let (before, after) = run(&sim, Duration::from_secs(120), async move {
+            let p = Producer::<SimRuntime>::from_map([
+                ("bootstrap.servers", BOOTSTRAP),
+                ("delivery.timeout.ms", "6000"),
+                ("request.timeout.ms", "2000"),
+                ("linger.ms", "5"),
+            ])
+            .unwrap();
+            let send = |i: usize| p.send(Record::new("t", format!("{i}")).partition(0));
+            let mut warm = Vec::new();
+            for i in 0..200 {
+                warm.push(send(i).await.unwrap());
+            }
+            for d in warm {
+                d.await.unwrap();
+            }
+            let mut during = Vec::new();
+            for i in 200..400 {
+                during.push(send(i).await.unwrap());
+                if i == 300 {
+                    simrt::with_wire(|w| w.cluster.crash(1));
+                }
+                simrt::sleep(Duration::from_micros(100 + seed * 37)).await;
+            }
+            simrt::sleep(Duration::from_secs(9)).await;
+            simrt::with_wire(|w| w.cluster.restart(1));
+            let mut later = Vec::new();
+            for i in 400..600 {
+                later.push(send(i).await.unwrap());
+            }
+            let mut before = 0;
+            for d in during {
+                before += usize::from(d.await.is_ok());
+            }
+            let mut after = Vec::new();
+            for d in later {
+                if let Err(e) = d.await {
+                    after.push(e.to_string());
+                }
+            }
+            (before, after)
+        });
+        assert!(
+            after.is_empty(),
+            "seed {seed}: {} failed after the restart: {:?}",
+            after.len(),
+            after.first()
+        );
+        assert!(
+            before > 0,
+            "seed {seed}: records acknowledged before the crash: {before}"
+        );
+    }
+}

@@ -490,9 +490,19 @@ impl Producer {
         }
     }
 
+    /// Sends what is ready, round after round: a round takes one batch per partition, and
+    /// more may be ready behind it (a burst placed at once when metadata came) with nothing
+    /// else to wake the producer (acks=0 has no response; their linger passed already). It
+    /// stops when a round sends nothing (connections at their in-flight limit, or nothing
+    /// ready).
     fn send_ready(&mut self, now: Instant) {
+        while self.send_round(now) {}
+    }
+
+    /// One round of [`Producer::send_ready`]; whether another may send more.
+    fn send_round(&mut self, now: Instant) -> bool {
         if self.cfg.enable_idempotence && self.producer_id.is_none() {
-            return;
+            return false;
         }
         let force = !self.flushes.is_empty() || self.closing.is_some();
         let metadata = &self.metadata;
@@ -530,6 +540,9 @@ impl Producer {
         if unknown_leader {
             self.metadata.request_update();
         }
+        // Whether a partition sent from this round has more queued behind (only then may
+        // another round send anything).
+        let mut more = false;
         for ((node, lane), partitions) in by_conn {
             let purpose = Purpose::lane(lane);
             let Some(conn) = self.net.ready(node, purpose, now) else {
@@ -538,13 +551,18 @@ impl Producer {
             };
             self.stalled_since.remove(&(node, lane));
             let batches = self.acc.drain(&partitions, self.cfg.max_request_size);
-            if !batches.is_empty() {
-                self.send_batches(conn, batches, now);
+            // A request that could not be written (its batches went back) is no progress.
+            if !batches.is_empty() && self.send_batches(conn, batches, now) {
+                more |= partitions
+                    .iter()
+                    .any(|tp| self.acc.queue_len(&tp.0, tp.1) > 0);
             }
         }
+        more
     }
 
-    fn send_batches(&mut self, conn: ConnId, mut batches: Vec<Batch>, now: Instant) {
+    /// Writes one Produce request; whether it was written (else its batches went back).
+    fn send_batches(&mut self, conn: ConnId, mut batches: Vec<Batch>, now: Instant) -> bool {
         let (pid, epoch) = self.producer_id.unwrap_or((-1, -1));
         let mut topics: BTreeMap<String, TopicProduceData> = BTreeMap::new();
         for b in &mut batches {
@@ -635,8 +653,10 @@ impl Producer {
                 for b in batches {
                     self.acc.reenqueue(b);
                 }
+                return false;
             }
         }
+        true
     }
 
     fn on_net_event(&mut self, e: NetEvent<Tag>, now: Instant) {
@@ -760,6 +780,14 @@ impl Producer {
 
     fn expire(&mut self, now: Instant) {
         for b in self.acc.expire(now) {
+            if b.base_sequence >= 0 {
+                // A retry that expired in the queue leaves a hole in its partition's
+                // sequences, whether or not an earlier attempt was written: later batches
+                // would be out of order for good, so the partition starts over under a new
+                // epoch (KIP-360; found on Apache Kafka with its broker down past the
+                // delivery timeout).
+                self.request_bump(&b.tp);
+            }
             let error = self.timeout_error(&b);
             self.fail_batch(b, error, false);
         }

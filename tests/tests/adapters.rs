@@ -1,5 +1,6 @@
-//! Both adapters against a real broker (Tansu), with one suite instantiated three times: on
-//! tokio, on smol and on async-std (the last two through kafka-asyncstd). It covers every acks
+//! Both adapters against real brokers, with one suite instantiated for each runtime (tokio,
+//! smol and async-std, the last two through kafka-asyncstd) and each broker (Tansu, and Apache
+//! Kafka itself). It covers every acks
 //! level and codec with keys, headers and timestamps, idempotence, back-pressure, the admin
 //! client, the assign-mode consumer's controls, and a broker crash mid-stream.
 
@@ -33,13 +34,13 @@ fn unreachable_addr() -> String {
 }
 
 macro_rules! suite {
-    ($name:ident, $krate:ident, $block_on:path) => {
+    ($name:ident, $krate:ident, $block_on:path, $kind:expr) => {
         mod $name {
             use std::collections::BTreeMap;
             use std::time::{Duration, Instant};
 
             use futures_util::StreamExt;
-            use tests::broker::Broker;
+            use tests::brokers::{Kind, TestBroker as Broker};
             use $krate::{
                 Admin, AdminError, Consumer, ConsumerEvent, DeliveryError, ErrorCode, NewTopic,
                 Producer, Record, SendError, StartFrom,
@@ -62,6 +63,27 @@ macro_rules! suite {
                     ("connections.per.broker", conns),
                 ])
                 .unwrap()
+            }
+
+            /// Waits until every partition's leader answers: on Kafka a new topic's leaders
+            /// take a moment to start serving, and acks=0 records sent before are lost (the
+            /// broker closes the connection on an error it cannot answer), as with any client.
+            async fn serving(broker: &Broker, topic: &str, partitions: i32) {
+                let mut c = consumer(broker);
+                c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Latest);
+                within(Duration::from_secs(30), "the topic's leaders", async {
+                    loop {
+                        let mut all = true;
+                        for p in 0..partitions {
+                            all &= c.position(topic, p).await.is_some();
+                        }
+                        if all {
+                            break;
+                        }
+                        async_io::Timer::after(Duration::from_millis(50)).await;
+                    }
+                })
+                .await;
             }
 
             /// Reads `topic`'s `partitions` from the start until `count` records arrived.
@@ -101,13 +123,14 @@ macro_rules! suite {
             #[test]
             fn every_acks_level_and_codec_round_trips_keys_headers_and_timestamps() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     let admin = admin(&broker);
                     const N: usize = 2_000;
                     for acks in ["0", "1", "all"] {
                         for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
                             let topic = format!("rt-{acks}-{codec}");
                             admin.create_topic(NewTopic::new(&topic, 3)).await.unwrap();
+                            serving(&broker, &topic, 3).await;
                             let idempotent = if acks == "all" { "true" } else { "false" };
                             // Two codecs of each acks level write, and are read back, over a
                             // connection per partition: order and exactly-once must hold
@@ -185,7 +208,7 @@ macro_rules! suite {
             #[test]
             fn a_small_buffer_applies_back_pressure_without_losing_records() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     admin(&broker)
                         .create_topic(NewTopic::new("bp", 1))
                         .await
@@ -219,7 +242,7 @@ macro_rules! suite {
             #[test]
             fn send_gives_up_after_max_block_when_memory_stays_full() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::exclusive($kind);
                     admin(&broker)
                         .create_topic(NewTopic::new("mb", 1))
                         .await
@@ -335,7 +358,7 @@ macro_rules! suite {
             #[test]
             fn cancelling_a_blocked_send_queues_nothing() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     admin(&broker)
                         .create_topic(NewTopic::new("cancel", 1))
                         .await
@@ -380,7 +403,7 @@ macro_rules! suite {
             #[test]
             fn admin_creates_describes_and_deletes_topics() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     let admin = admin(&broker);
                     admin.create_topic(NewTopic::new("adm", 4)).await.unwrap();
                     let again = admin
@@ -418,7 +441,7 @@ macro_rules! suite {
             #[test]
             fn the_consumer_seeks_pauses_and_reports_positions() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     admin(&broker)
                         .create_topic(NewTopic::new("ctl", 1))
                         .await
@@ -502,7 +525,7 @@ macro_rules! suite {
             #[test]
             fn a_group_member_resumes_from_its_committed_offsets() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     admin(&broker)
                         .create_topic(NewTopic::new("grp", 3))
                         .await
@@ -561,7 +584,7 @@ macro_rules! suite {
             #[test]
             fn a_stalled_application_rejoins_on_its_next_recv() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     admin(&broker)
                         .create_topic(NewTopic::new("stall", 1))
                         .await
@@ -625,7 +648,7 @@ macro_rules! suite {
             #[test]
             fn a_static_member_comes_back_without_leaving() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     admin(&broker)
                         .create_topic(NewTopic::new("static", 2))
                         .await
@@ -687,7 +710,7 @@ macro_rules! suite {
             #[test]
             fn two_members_share_the_partitions_and_read_everything() {
                 $block_on(async {
-                    let broker = Broker::start();
+                    let broker = Broker::shared($kind, module_path!());
                     admin(&broker)
                         .create_topic(NewTopic::new("share", 6))
                         .await
@@ -766,7 +789,7 @@ macro_rules! suite {
             #[test]
             fn a_broker_crash_mid_stream_resolves_every_record() {
                 $block_on(async {
-                    let mut broker = Broker::start();
+                    let mut broker = Broker::exclusive($kind);
                     broker.create_topic("crash", 1);
                     let producer = Producer::from_map([
                         ("bootstrap.servers", broker.addr.as_str()),
@@ -832,9 +855,32 @@ macro_rules! suite {
     };
 }
 
-suite!(on_tokio, kafka_tokio, crate::tokio_block_on);
-suite!(on_smol, kafka_asyncstd, smol::block_on);
-suite!(on_async_std, kafka_asyncstd, async_std::task::block_on);
+suite!(
+    on_tokio_tansu,
+    kafka_tokio,
+    crate::tokio_block_on,
+    Kind::Tansu
+);
+suite!(on_smol_tansu, kafka_asyncstd, smol::block_on, Kind::Tansu);
+suite!(
+    on_async_std_tansu,
+    kafka_asyncstd,
+    async_std::task::block_on,
+    Kind::Tansu
+);
+suite!(
+    on_tokio_kafka,
+    kafka_tokio,
+    crate::tokio_block_on,
+    Kind::Kafka
+);
+suite!(on_smol_kafka, kafka_asyncstd, smol::block_on, Kind::Kafka);
+suite!(
+    on_async_std_kafka,
+    kafka_asyncstd,
+    async_std::task::block_on,
+    Kind::Kafka
+);
 
 /// A producer whose runtime shuts down under it (its driver task dropped, not finished): the
 /// records still pending fail as closed rather than wait forever, and later sends fail too.
@@ -846,7 +892,7 @@ fn a_runtime_shut_down_under_the_producer_fails_its_pending_records() {
         .enable_all()
         .build()
         .unwrap();
-    let (producer, handles) = rt.block_on(on_tokio::ten_records_pending());
+    let (producer, handles) = rt.block_on(on_tokio_tansu::ten_records_pending());
     drop(rt);
     // Polled on no runtime at all: only the driver's going away can resolve them.
     for h in handles {

@@ -1,0 +1,204 @@
+//! Apache Kafka itself as a test fixture: N combined broker+controller nodes in KRaft mode,
+//! started by `scripts/kafka` from Maven Central's jars, with kill, restart, pause and resume
+//! per node, and the Java client as a peer (`scripts/java/KafkaPeer.java`). A missing JVM,
+//! Maven or download is a test failure naming the cause, never a skip.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn script() -> PathBuf {
+    repo_root().join("scripts/kafka")
+}
+
+/// Runs `scripts/kafka ARGS`, returning its stdout; panics with its stderr on failure.
+fn run(args: &[&str]) -> String {
+    let out = Command::new("bash")
+        .arg(script())
+        .args(args)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run scripts/kafka (needs bash)");
+    assert!(
+        out.status.success(),
+        "scripts/kafka {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
+/// The Kafka version the tests run (`KAFKA_VERSION`, or the newest 4.x).
+pub fn version() -> String {
+    static V: OnceLock<String> = OnceLock::new();
+    V.get_or_init(|| run(&["version"])).clone()
+}
+
+/// The classpath of the Java peer program (compiled on first use).
+pub fn peer_classpath() -> String {
+    static CP: OnceLock<String> = OnceLock::new();
+    CP.get_or_init(|| run(&["peer"])).clone()
+}
+
+/// A running Apache Kafka cluster; stopped when dropped (and, through a watchdog, when the
+/// test process exits, for clusters kept in statics).
+#[derive(Debug)]
+pub struct Cluster {
+    dir: PathBuf,
+    /// The PLAINTEXT bootstrap list, every node.
+    pub bootstrap: String,
+    /// How many nodes.
+    pub nodes: usize,
+}
+
+impl Cluster {
+    /// Starts `nodes` nodes with the PLAINTEXT listener.
+    pub fn start(nodes: usize) -> Cluster {
+        Self::start_with(nodes, "PLAINTEXT", &[])
+    }
+
+    /// Starts `nodes` nodes with these listeners (the first must be PLAINTEXT) and extra
+    /// server settings (`key=value`).
+    pub fn start_with(nodes: usize, listeners: &str, configs: &[&str]) -> Cluster {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = repo_root().join("target/kafka").join(format!(
+            "test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let n = nodes.to_string();
+        let pid = std::process::id().to_string();
+        let dir_s = dir.to_string_lossy().into_owned();
+        let mut args = vec![
+            "start",
+            "--nodes",
+            &n,
+            "--listeners",
+            listeners,
+            "--dir",
+            &dir_s,
+            "--parent",
+            &pid,
+        ];
+        for c in configs {
+            args.push("--config");
+            args.push(c);
+        }
+        let bootstrap = run(&args);
+        Cluster {
+            dir,
+            bootstrap,
+            nodes,
+        }
+    }
+
+    fn node(&self, verb: &str, id: usize) {
+        let id = id.to_string();
+        run(&[verb, &id, "--dir", &self.dir.to_string_lossy()]);
+    }
+
+    /// kill -9 of node `id` (1-based).
+    pub fn kill(&self, id: usize) {
+        self.node("kill", id);
+    }
+
+    /// Starts node `id` again, waiting until it says it started (SIGTERM first if it runs:
+    /// a controlled shutdown).
+    pub fn restart(&self, id: usize) {
+        self.node("restart", id);
+    }
+
+    /// SIGSTOP of node `id`.
+    pub fn pause(&self, id: usize) {
+        self.node("pause", id);
+    }
+
+    /// SIGCONT of node `id`.
+    pub fn resume(&self, id: usize) {
+        self.node("resume", id);
+    }
+
+    /// Node `id`'s process id.
+    pub fn pid(&self, id: usize) -> Option<u32> {
+        std::fs::read_to_string(self.dir.join(format!("node-{id}/pid")))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// The bootstrap list of another listener (`SSL`, `SASL_PLAINTEXT`, `SASL_SSL`).
+    pub fn bootstrap_of(&self, listener: &str) -> String {
+        run(&["bootstrap", listener, "--dir", &self.dir.to_string_lossy()])
+    }
+
+    /// Node `id`'s host:port on the PLAINTEXT listener.
+    pub fn addr(&self, id: usize) -> String {
+        self.bootstrap
+            .split(',')
+            .nth(id - 1)
+            .expect("a node")
+            .to_owned()
+    }
+
+    /// Creates a topic through the Java admin client (independent of the client under
+    /// test), with a leader for every partition when it returns.
+    pub fn create_topic(&self, name: &str, partitions: u32, replication: u16, configs: &[&str]) {
+        let p = partitions.to_string();
+        let rf = replication.to_string();
+        let mut args = vec!["create-topic", &self.bootstrap, name, &p, &rf];
+        args.extend_from_slice(configs);
+        let out = peer(&args, None);
+        assert!(out.0, "creating topic {name} failed: {}", out.2);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .args(["stop", "--dir", &self.dir.to_string_lossy()])
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs the Java peer program with `args`, feeding it `stdin`; returns (success, stdout,
+/// stderr).
+pub fn peer(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    let mut child = Command::new("java")
+        .arg(format!(
+            "-Dlog4j2.configurationFile={}",
+            repo_root().join("scripts/java/log4j2.yaml").display()
+        ))
+        .arg("-cp")
+        .arg(peer_classpath())
+        .arg("KafkaPeer")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run java (OpenJDK 17 or later must be installed)");
+    let mut input = child.stdin.take().expect("piped");
+    let data = stdin.unwrap_or_default().to_owned();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(data.as_bytes());
+    });
+    let out = child.wait_with_output().expect("java ran");
+    let _ = writer.join();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
