@@ -1,10 +1,10 @@
-//! The CLI against a real broker (Tansu): round trips with keys, headers, partitions, codecs
+//! The CLI against real brokers (Tansu, and Apache Kafka itself): round trips with keys, headers, partitions, codecs
 //! and formats; metadata and topics; perf; and the one-line errors.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use tests::broker::Broker;
+use tests::brokers::{Kind, TestBroker as Broker};
 
 fn cli(broker: &str, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-cli"))
@@ -42,9 +42,8 @@ fn fails_with(out: &Output, needle: &str) {
     assert!(err.contains(needle), "{needle:?} not in: {err}");
 }
 
-#[test]
-fn produce_then_consume_with_keys_headers_partitions_and_formats() {
-    let broker = Broker::start();
+fn produce_then_consume_with_keys_headers_partitions_and_formats(kind: Kind) {
+    let broker = Broker::shared(kind, "cli");
     let b = broker.addr.as_str();
     ok(&cli(b, &["topic", "create", "rt", "--partitions", "3"], ""));
     let lines: String = (0..300)
@@ -135,9 +134,8 @@ fn produce_then_consume_with_keys_headers_partitions_and_formats() {
     assert_eq!(out, "");
 }
 
-#[test]
-fn metadata_topics_and_perf() {
-    let broker = Broker::start();
+fn metadata_topics_and_perf(kind: Kind) {
+    let broker = Broker::shared(kind, "cli");
     let b = broker.addr.as_str();
     ok(&cli(b, &["topic", "create", "m1", "--partitions", "4"], ""));
     let json: serde_json::Value =
@@ -213,9 +211,8 @@ fn metadata_topics_and_perf() {
     fails_with(&cli(b, &["metadata", "-t", "m1"], ""), "does not exist");
 }
 
-#[test]
-fn consume_with_a_group_prints_its_assignment_and_resumes() {
-    let broker = Broker::start();
+fn consume_with_a_group_prints_its_assignment_and_resumes(kind: Kind) {
+    let broker = Broker::shared(kind, "cli");
     let b = broker.addr.as_str();
     ok(&cli(b, &["topic", "create", "gt", "--partitions", "3"], ""));
     let group = [
@@ -241,9 +238,8 @@ fn consume_with_a_group_prints_its_assignment_and_resumes() {
     assert_eq!(second, ["d", "e"], "resumes from the committed offsets");
 }
 
-#[test]
-fn errors_name_their_cause_in_one_line() {
-    let broker = Broker::start();
+fn errors_name_their_cause_in_one_line(kind: Kind) {
+    let broker = Broker::shared(kind, "cli");
     let b = broker.addr.as_str();
     fails_with(
         &cli(b, &["consume", "-t", "missing", "-e"], ""),
@@ -296,4 +292,54 @@ fn errors_name_their_cause_in_one_line() {
         assert!(err.contains(needle), "{needle} in {err}");
     }
     assert!(cli(b, &["--help"], "").status.success());
+}
+
+// Every test on both brokers.
+
+mod tansu {
+    use super::*;
+
+    #[test]
+    fn produce_then_consume_with_keys_headers_partitions_and_formats() {
+        super::produce_then_consume_with_keys_headers_partitions_and_formats(Kind::Tansu);
+    }
+
+    #[test]
+    fn metadata_topics_and_perf() {
+        super::metadata_topics_and_perf(Kind::Tansu);
+    }
+
+    #[test]
+    fn consume_with_a_group_prints_its_assignment_and_resumes() {
+        super::consume_with_a_group_prints_its_assignment_and_resumes(Kind::Tansu);
+    }
+
+    #[test]
+    fn errors_name_their_cause_in_one_line() {
+        super::errors_name_their_cause_in_one_line(Kind::Tansu);
+    }
+}
+
+mod kafka {
+    use super::*;
+
+    #[test]
+    fn produce_then_consume_with_keys_headers_partitions_and_formats() {
+        super::produce_then_consume_with_keys_headers_partitions_and_formats(Kind::Kafka);
+    }
+
+    #[test]
+    fn metadata_topics_and_perf() {
+        super::metadata_topics_and_perf(Kind::Kafka);
+    }
+
+    #[test]
+    fn consume_with_a_group_prints_its_assignment_and_resumes() {
+        super::consume_with_a_group_prints_its_assignment_and_resumes(Kind::Kafka);
+    }
+
+    #[test]
+    fn errors_name_their_cause_in_one_line() {
+        super::errors_name_their_cause_in_one_line(Kind::Kafka);
+    }
 }

@@ -118,9 +118,13 @@ public class KafkaPeer {
             // Every partition has a leader before the test goes on.
             long deadline = System.currentTimeMillis() + 30_000;
             while (true) {
-                var d = admin.describeTopics(List.of(name)).allTopicNames().get().get(name);
-                if (d.partitions().stream().allMatch(tp -> tp.leader() != null && !tp.leader().isEmpty())) {
-                    return;
+                try {
+                    var d = admin.describeTopics(List.of(name)).allTopicNames().get().get(name);
+                    if (d.partitions().stream().allMatch(tp -> tp.leader() != null && !tp.leader().isEmpty())) {
+                        return;
+                    }
+                } catch (java.util.concurrent.ExecutionException e) {
+                    // Not known to the broker answering yet.
                 }
                 if (System.currentTimeMillis() > deadline) {
                     throw new IllegalStateException("topic " + name + " has partitions without a leader");

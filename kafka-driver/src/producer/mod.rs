@@ -73,6 +73,16 @@ impl Record {
         self.inner.headers.push((key.into(), Some(value.into())));
         self
     }
+    /// Adds a header with no value (null, as Java's `Header` with a null value).
+    pub fn header_null(mut self, key: impl Into<String>) -> Self {
+        self.inner.headers.push((key.into(), None));
+        self
+    }
+    /// Drops the value: a record with a null value (with a key, a tombstone).
+    pub fn no_value(mut self) -> Self {
+        self.inner.value = None;
+        self
+    }
     /// Sets the CreateTime (epoch milliseconds).
     pub fn timestamp(mut self, ms: i64) -> Self {
         self.timestamp = Some(ms);

@@ -1,4 +1,4 @@
-//! The sans-IO core against a real broker (Tansu), over the blocking test driver: what the
+//! The sans-IO core against real brokers (Tansu, and Apache Kafka itself), over the blocking test driver: what the
 //! producer writes, the fetcher reads back, exactly and in order, under every codec.
 
 use std::time::Duration;
@@ -8,7 +8,7 @@ use kafka_core::fetcher::{FetchEvent, Fetcher, StartFrom};
 use kafka_core::producer::{Outcome, Producer, ProducerEvent, ProducerRecord};
 use kafka_core::ProducerConfig;
 use tests::blocking::Driver;
-use tests::broker::Broker;
+use tests::brokers::{Kind, TestBroker as Broker};
 
 const N: usize = 5000;
 
@@ -88,9 +88,8 @@ fn consume(broker: &Broker, topic: &str, partitions: i32) -> Vec<(i32, i64, Stri
     out
 }
 
-#[test]
-fn produce_then_fetch_every_codec() {
-    let broker = Broker::start();
+fn produce_then_fetch_every_codec(kind: Kind) {
+    let broker = Broker::shared(kind, "core_on_brokers");
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
         let topic = format!("codec-{codec}");
         broker.create_topic(&topic, 3);
@@ -116,13 +115,42 @@ fn produce_then_fetch_every_codec() {
     }
 }
 
-#[test]
-fn acks_zero_and_one() {
-    let broker = Broker::start();
+fn acks_zero_and_one(kind: Kind) {
+    let broker = Broker::shared(kind, "core_on_brokers");
     for acks in ["0", "1"] {
         let topic = format!("acks-{acks}");
         broker.create_topic(&topic, 1);
         produce(&broker, &topic, "none", acks);
         assert_eq!(consume(&broker, &topic, 1).len(), N, "acks={acks}");
+    }
+}
+
+// Every test on both brokers.
+
+mod tansu {
+    use super::*;
+
+    #[test]
+    fn produce_then_fetch_every_codec() {
+        super::produce_then_fetch_every_codec(Kind::Tansu);
+    }
+
+    #[test]
+    fn acks_zero_and_one() {
+        super::acks_zero_and_one(Kind::Tansu);
+    }
+}
+
+mod kafka {
+    use super::*;
+
+    #[test]
+    fn produce_then_fetch_every_codec() {
+        super::produce_then_fetch_every_codec(Kind::Kafka);
+    }
+
+    #[test]
+    fn acks_zero_and_one() {
+        super::acks_zero_and_one(Kind::Kafka);
     }
 }
