@@ -73,7 +73,7 @@ impl Runtime for AsyncIo {
 
 /// A producer on async-io (async-std, smol).
 pub type Producer = kafka_driver::Producer<AsyncIo>;
-/// An assign-mode consumer on async-io (async-std, smol).
+/// A consumer (assign mode or a group member) on async-io (async-std, smol).
 pub type Consumer = kafka_driver::Consumer<AsyncIo>;
 /// An admin client on async-io (async-std, smol).
 pub type Admin = kafka_driver::Admin<AsyncIo>;

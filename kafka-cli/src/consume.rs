@@ -37,6 +37,9 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
     }
     map.extend(settings(&a.config)?);
     let cfg = ConsumerConfig::from_map(map).map_err(|e| format!("consumer config: {e}"))?;
+    for note in cfg.notes() {
+        eprintln!("note: {note}");
+    }
     let topic = cluster.topic(&a.topic).await?;
     let partitions: Vec<i32> = match a.partition {
         Some(p) if p >= 0 && (p as usize) < topic.partitions.len() => vec![p],
@@ -128,6 +131,9 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
     }
     map.extend(settings(&a.config)?);
     let cfg = ConsumerConfig::from_map(map).map_err(|e| format!("consumer config: {e}"))?;
+    for note in cfg.notes() {
+        eprintln!("note: {note}");
+    }
     let bar = if a.json {
         indicatif::ProgressBar::hidden()
     } else {

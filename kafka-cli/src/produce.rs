@@ -16,6 +16,9 @@ fn producer(brokers: &str, extra: Vec<(String, String)>) -> CliResult<Producer> 
     let mut map = vec![("bootstrap.servers".to_owned(), brokers.to_owned())];
     map.extend(extra);
     let cfg = ProducerConfig::from_map(map).map_err(|e| format!("producer config: {e}"))?;
+    for note in cfg.notes() {
+        eprintln!("note: {note}");
+    }
     Ok(Producer::new(cfg))
 }
 

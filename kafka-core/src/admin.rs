@@ -188,6 +188,7 @@ pub enum AdminError {
 
 /// What an operation produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AdminResult {
     /// A metadata request's answer.
     Metadata(Result<ClusterMetadata, AdminError>),

@@ -60,6 +60,7 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+#[doc(hidden)] // internal: the retry schedule behind NetConfig, not a stable API
 pub mod backoff;
 pub mod config;
 pub mod fetcher;
@@ -68,8 +69,9 @@ pub mod metadata;
 pub mod net;
 pub mod partitioner;
 pub mod producer;
-pub mod rng;
+mod rng;
 pub mod time;
+pub mod topic;
 
 pub use admin::Admin;
 pub use config::{Acks, AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};

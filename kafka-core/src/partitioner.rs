@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::producer::Topic;
 use crate::rng::Rng;
+use crate::topic::Topic;
 
 /// Kafka's murmur2 (`org.apache.kafka.common.utils.Utils.murmur2`), bit for bit.
 pub fn murmur2(data: &[u8]) -> i32 {

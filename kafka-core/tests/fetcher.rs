@@ -92,6 +92,7 @@ impl Harness {
                 Output::Transmit(Transmit::Close { conn }) => {
                     self.brokers.remove(&conn);
                 }
+                _ => unreachable!("a variant this test does not know"),
             }
         }
     }

@@ -82,6 +82,7 @@ impl Harness {
                     self.brokers.remove(&conn);
                 }
                 kafka_core::net::Output::Event(e) => self.events.push(e),
+                _ => unreachable!("a variant this test does not know"),
             }
         }
     }

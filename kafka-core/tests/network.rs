@@ -94,6 +94,7 @@ impl Harness {
                 Transmit::Close { conn } => {
                     self.brokers.remove(&conn);
                 }
+                _ => unreachable!("a variant this test does not know"),
             }
         }
         while let Some(e) = self.net.poll_event() {

@@ -322,8 +322,10 @@ impl Harness {
                         Transmit::Close { conn } => {
                             self.brokers.remove(&conn);
                         }
+                        _ => unreachable!("a variant this test does not know"),
                     }
                 }
+                _ => unreachable!("a variant this test does not know"),
             }
         }
     }

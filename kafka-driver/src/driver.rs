@@ -308,6 +308,8 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                     }
                 }
                 Output::Event(ev) => self.session.event(ev, now),
+                // Outputs a newer core may add: nothing this driver knows to do.
+                _ => {}
             }
         }
         progress

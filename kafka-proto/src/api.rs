@@ -337,6 +337,7 @@ impl std::fmt::Display for ApiKey {
 
 /// Which side of the wire a body belongs to, for coverage listings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Direction {
     /// Client encodes a request.
     RequestEncode,

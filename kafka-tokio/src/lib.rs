@@ -76,7 +76,7 @@ impl Runtime for Tokio {
 
 /// A producer on tokio.
 pub type Producer = kafka_driver::Producer<Tokio>;
-/// An assign-mode consumer on tokio.
+/// A consumer (assign mode or a group member) on tokio.
 pub type Consumer = kafka_driver::Consumer<Tokio>;
 /// An admin client on tokio.
 pub type Admin = kafka_driver::Admin<Tokio>;

@@ -45,6 +45,7 @@ fn drain<M: Machine>(
             }
             Output::Transmit(Transmit::Close { conn }) => net.client_close(key(client, conn), now),
             Output::Event(e) => events.push(e),
+            _ => unreachable!("a variant this test does not know"),
         }
     }
     events

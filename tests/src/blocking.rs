@@ -57,6 +57,7 @@ macro_rules! machine {
                 self.poll_output().map(|o| match o {
                     O::Transmit(t) => Step::Transmit(t),
                     O::Event(e) => Step::Event(e),
+                    _ => unreachable!("a variant this test does not know"),
                 })
             }
             fn next_timeout(&self) -> Option<Instant> {
@@ -143,6 +144,7 @@ impl Driver {
                     Step::Transmit(Transmit::Close { conn }) => {
                         self.conns.remove(&conn);
                     }
+                    _ => unreachable!("a variant this test does not know"),
                 }
             }
             let ids: Vec<ConnId> = self.conns.keys().copied().collect();

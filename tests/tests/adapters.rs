@@ -2,7 +2,7 @@
 //! smol and async-std, the last two through kafka-asyncstd) and each broker (Tansu, and Apache
 //! Kafka itself). It covers every acks
 //! level and codec with keys, headers and timestamps, idempotence, back-pressure, the admin
-//! client, the assign-mode consumer's controls, and a broker crash mid-stream.
+//! client, the consumer's controls, and a broker crash mid-stream.
 
 use std::future::Future;
 use std::time::Duration;

@@ -67,8 +67,9 @@ fn sample(i: usize) -> Rec {
     Rec {
         partition: (i % 3) as i32,
         timestamp: 1_600_000_000_000 + i as i64,
-        key: (i % 10 != 0).then(|| format!("k{i}").into_bytes()),
-        value: (i % 13 != 0).then(|| format!("v{i}-{}", "x".repeat(i % 200)).into_bytes()),
+        key: (!i.is_multiple_of(10)).then(|| format!("k{i}").into_bytes()),
+        value: (!i.is_multiple_of(13))
+            .then(|| format!("v{i}-{}", "x".repeat(i % 200)).into_bytes()),
         headers,
     }
 }

@@ -7,6 +7,7 @@ use super::parse::{self, HostPort};
 use super::{config_table, ConfigError};
 
 config_table! {
+    client = super::java_keys::Client::Admin;
     /// Admin client configuration.
     pub struct AdminConfig {
         /// `bootstrap.servers`.

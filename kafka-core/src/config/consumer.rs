@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use super::parse::{self, HostPort};
+use super::Assignor;
 use super::{config_table, ConfigError};
-use crate::group::Assignor;
 
 /// `auto.offset.reset`: where to start when there is no valid position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OffsetReset {
     /// The oldest retained offset.
     Earliest,
@@ -34,6 +35,7 @@ impl OffsetReset {
 
 /// `isolation.level`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IsolationLevel {
     /// Every record, including those of open and aborted transactions.
     ReadUncommitted,
@@ -103,7 +105,8 @@ fn optional(_: &'static str, v: &str) -> Result<Option<String>, ConfigError> {
 }
 
 config_table! {
-    /// Consumer configuration (assign mode).
+    client = super::java_keys::Client::Consumer;
+    /// Consumer configuration: fetching, and with `group.id`, the consumer group.
     pub struct ConsumerConfig {
         /// `bootstrap.servers`.
         bootstrap_servers: Vec<HostPort> = "bootstrap.servers", "", parse::hosts;
@@ -252,8 +255,33 @@ mod tests {
         assert_eq!(
             e,
             ConfigError::UnknownKey {
-                key: "group.idd".into()
+                key: "group.idd".into(),
+                client: super::super::java_keys::Client::Consumer,
             }
         );
+        assert!(
+            e.to_string().contains("#consumerconfigs"),
+            "the consumer's docs, not the producer's: {e}"
+        );
+    }
+
+    /// One settings map serves every client: a producer key, or a Java consumer key this
+    /// client has no use for, is accepted with a note (it was refused, and the error sent
+    /// consumer users to the producer docs).
+    #[test]
+    fn another_clients_keys_are_accepted_with_a_note() {
+        let c = ConsumerConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("acks", "all"),
+            ("linger.ms", "5"),
+            (
+                "key.deserializer",
+                "org.apache.kafka.common.serialization.StringDeserializer",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(c.notes().len(), 3, "{:?}", c.notes());
+        assert!(c.notes()[0].contains("`acks` is a producer setting; the consumer ignores it"));
+        assert!(c.notes()[2].contains("Java consumer setting this client does not use"));
     }
 }

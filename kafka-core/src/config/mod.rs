@@ -2,13 +2,16 @@
 //! map, and errors that name the key and the rule it broke.
 
 mod admin;
+mod assignors;
 mod consumer;
+pub mod java_keys;
 mod parse;
 mod producer;
 
 use thiserror::Error;
 
 pub use admin::AdminConfig;
+pub use assignors::{Assignor, RebalanceProtocol};
 pub use consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 pub use parse::HostPort;
 pub use producer::{Acks, MetadataRecoveryStrategy, ProducerConfig, ProducerConfigBuilder};
@@ -17,11 +20,14 @@ pub use producer::{Acks, MetadataRecoveryStrategy, ProducerConfig, ProducerConfi
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// The key is not a configuration key of this client.
-    #[error("unknown config key `{key}`: check its spelling against the Kafka producer docs")]
+    /// No Java client knows the key (keys of another client, or Java keys this client does
+    /// not use, are accepted with a note instead: see the configs' `notes`).
+    #[error("unknown config key `{key}`: no Java {} setting has this name; check its spelling against {}", client.name(), client.docs())]
     UnknownKey {
         /// The key as given.
         key: String,
+        /// The client being configured.
+        client: java_keys::Client,
     },
     /// The value does not satisfy the key's rule.
     #[error("invalid value `{value}` for `{key}`: {rule}")]
@@ -49,6 +55,7 @@ pub enum ConfigError {
 /// It generates the struct, its defaults, the list of keys, and parsing from a string map.
 macro_rules! config_table {
     (
+        client = $client:expr;
         $(#[$meta:meta])*
         pub struct $name:ident {
             $( $(#[$fmeta:meta])* $field:ident : $ty:ty = $key:literal, $default:literal, $parse:expr; )*
@@ -60,6 +67,9 @@ macro_rules! config_table {
             $( $(#[$fmeta])* pub $field: $ty, )*
             /// The keys that were set explicitly (Java treats defaults and explicit values differently).
             explicit: std::collections::BTreeSet<&'static str>,
+            /// Keys accepted without effect (another client's, or Java keys this client has
+            /// no use for), each with why.
+            notes: Vec<String>,
         }
 
         impl $name {
@@ -71,6 +81,7 @@ macro_rules! config_table {
                 $name {
                     $( $field: ($parse)($key, $default).expect(concat!("the default of ", $key, " parses")), )*
                     explicit: Default::default(),
+                    notes: Vec::new(),
                 }
             }
 
@@ -81,9 +92,16 @@ macro_rules! config_table {
                         self.$field = ($parse)($key, value)?;
                         self.explicit.insert($key);
                     } )*
-                    other => return Err($crate::config::ConfigError::UnknownKey { key: other.to_owned() }),
+                    other => return Err($crate::config::ConfigError::UnknownKey { key: other.to_owned(), client: $client }),
                 }
                 Ok(())
+            }
+
+            /// Keys that were accepted without effect (another Java client's settings, or
+            /// Java settings this client has no use for, such as serializer classes), each
+            /// with a note saying so: one settings map can serve every client.
+            pub fn notes(&self) -> &[String] {
+                &self.notes
             }
 
             /// Whether `key` was set explicitly rather than defaulted.
@@ -98,7 +116,16 @@ macro_rules! config_table {
             ) -> Result<Self, $crate::config::ConfigError> {
                 let mut c = Self::defaults();
                 for (k, v) in map {
-                    c.set(k.as_ref().trim(), v.as_ref())?;
+                    let key = k.as_ref().trim();
+                    match c.set(key, v.as_ref()) {
+                        Err($crate::config::ConfigError::UnknownKey { .. })
+                            if $crate::config::java_keys::note($client, key).is_some() =>
+                        {
+                            let note = $crate::config::java_keys::note($client, key);
+                            c.notes.extend(note);
+                        }
+                        other => other?,
+                    }
                 }
                 if c.bootstrap_servers.is_empty() {
                     return Err($crate::config::ConfigError::InvalidValue {

@@ -10,6 +10,7 @@ use super::{config_table, ConfigError};
 
 /// `acks`: how many replicas must have a record before the broker answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Acks {
     /// `0`: no answer at all; a record completes when it is written to the socket.
     None,
@@ -45,6 +46,7 @@ impl Acks {
 
 /// `metadata.recovery.strategy`: what to do when every known broker is unreachable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MetadataRecoveryStrategy {
     /// Keep trying the known brokers.
     None,
@@ -69,6 +71,7 @@ impl MetadataRecoveryStrategy {
 const I32_MAX: i64 = i32::MAX as i64;
 
 config_table! {
+    client = super::java_keys::Client::Producer;
     /// Producer configuration. Build it with [`ProducerConfig::from_map`] or [`ProducerConfig::builder`];
     /// both apply the same validation.
     pub struct ProducerConfig {
@@ -378,9 +381,14 @@ mod tests {
         assert_eq!(
             e,
             ConfigError::UnknownKey {
-                key: "linger.msx".into()
+                key: "linger.msx".into(),
+                client: super::super::java_keys::Client::Producer,
             }
         );
+        assert!(e.to_string().contains("#producerconfigs"), "{e}");
+        // A consumer key in a producer's map: accepted, with a note.
+        let c = map(&[("group.id", "g"), ("enable.auto.commit", "false")]).unwrap();
+        assert_eq!(c.notes().len(), 2, "{:?}", c.notes());
         assert!(e.to_string().contains("linger.msx"));
         let e = map(&[("linger.ms", "soon")]).unwrap_err();
         assert_eq!(

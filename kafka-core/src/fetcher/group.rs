@@ -12,8 +12,8 @@ use crate::config::{ConsumerConfig, OffsetReset};
 use crate::group::membership::{GroupEvent, GroupRequest, Membership};
 use crate::group::offsets::{CommitId, LookupId, OffsetEvent, OffsetRequest, Offsets};
 use crate::net::{ConnId, Purpose, SendError};
-use crate::producer::TopicPartition;
 use crate::time::Instant;
+use crate::topic::TopicPartition;
 
 /// Why [`Fetcher::subscribe`] refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

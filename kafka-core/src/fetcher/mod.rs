@@ -1,4 +1,5 @@
-//! The assign-mode fetcher: reads assigned partitions from a chosen position (resolved with
+//! The consumer's core, the fetcher: reads partitions, assigned by the application or by its
+//! consumer group, from a chosen or committed position (resolved with
 //! ListOffsets), fetching from each partition's leader, and hands records to the user as
 //! zero-copy slices of the response.
 //!
@@ -51,9 +52,9 @@ use crate::config::ConsumerConfig;
 use crate::group::offsets::{CommitError, CommitId, LookupId};
 use crate::metadata::Metadata;
 use crate::net::{lane, NetConfig, NetEvent, Network, NodeId, Purpose};
-use crate::producer::TopicPartition;
 use crate::rng::Rng;
 use crate::time::Instant;
+use crate::topic::TopicPartition;
 
 pub use group::SubscribeError;
 pub use records::FetchedRecords;
@@ -67,6 +68,7 @@ mod validate;
 
 /// Where to start reading a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StartFrom {
     /// The oldest retained offset.
     Earliest,
@@ -244,7 +246,8 @@ struct Part {
     unknown_since: Option<Instant>,
 }
 
-/// The assign-mode fetcher state machine.
+/// The consumer's state machine: fetching, and (with `group.id`) group membership and
+/// committed offsets.
 #[derive(Debug)]
 pub struct Fetcher {
     cfg: ConsumerConfig,

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::producer::TopicPartition;
+use crate::topic::TopicPartition;
 
 /// FETCH_SESSION_ID_NOT_FOUND: the broker forgot the session (evicted or restarted).
 const SESSION_NOT_FOUND: i16 = 70;

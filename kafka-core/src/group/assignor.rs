@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A topic partition.
-pub type TopicPartition = (String, i32);
+pub use crate::topic::TopicPartition;
 
 /// One group member as the leader sees it (from its JoinGroup subscription).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -36,55 +36,9 @@ pub struct Member {
 /// Partitions per member id, sorted.
 pub type Assignment = BTreeMap<String, Vec<TopicPartition>>;
 
-/// An assignor, by its protocol name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Assignor {
-    /// `range`: per topic, contiguous ranges of partitions.
-    Range,
-    /// `roundrobin`: all partitions dealt in turn.
-    RoundRobin,
-    /// `cooperative-sticky`: balanced, moving as little as possible, and never handing a
-    /// partition over in the same rebalance that takes it away (KIP-429).
-    CooperativeSticky,
-}
-
-/// How a rebalance moves partitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RebalanceProtocol {
-    /// Everything is revoked before the group syncs.
-    Eager,
-    /// Only partitions that move are revoked, over two rebalances.
-    Cooperative,
-}
+pub use crate::config::{Assignor, RebalanceProtocol};
 
 impl Assignor {
-    /// The name sent in JoinGroup (`partition.assignment.strategy` uses the same names).
-    pub fn name(self) -> &'static str {
-        match self {
-            Assignor::Range => "range",
-            Assignor::RoundRobin => "roundrobin",
-            Assignor::CooperativeSticky => "cooperative-sticky",
-        }
-    }
-
-    /// The assignor with a protocol name, if we implement it.
-    pub fn from_name(name: &str) -> Option<Assignor> {
-        match name {
-            "range" => Some(Assignor::Range),
-            "roundrobin" => Some(Assignor::RoundRobin),
-            "cooperative-sticky" => Some(Assignor::CooperativeSticky),
-            _ => None,
-        }
-    }
-
-    /// The rebalance protocol it needs.
-    pub fn protocol(self) -> RebalanceProtocol {
-        match self {
-            Assignor::CooperativeSticky => RebalanceProtocol::Cooperative,
-            _ => RebalanceProtocol::Eager,
-        }
-    }
-
     /// Assigns `partitions` (partition count per topic) to `members`. Every member gets an
     /// entry, possibly empty; topics missing from `partitions` are skipped.
     pub fn assign(self, members: &[Member], partitions: &BTreeMap<String, i32>) -> Assignment {

@@ -29,6 +29,7 @@ use crate::time::Instant;
 
 /// Where a group request goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Target {
     /// Any broker (the least-loaded one): FindCoordinator.
     AnyNode,
@@ -38,6 +39,7 @@ pub enum Target {
 
 /// A request the membership wants sent.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum GroupRequest {
     /// Find the coordinator.
     FindCoordinator(FindCoordinatorRequest),
@@ -53,6 +55,7 @@ pub enum GroupRequest {
 
 /// What the application must hear about.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GroupEvent {
     /// These partitions are now ours: fetch them from their committed offsets.
     Assigned(Vec<TopicPartition>),

@@ -74,6 +74,7 @@ pub type LookupResult = Result<Vec<(TopicPartition, Option<Committed>)>, CommitE
 
 /// What the consumer must act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OffsetEvent {
     /// Committed offsets for partitions asked about (`None`: nothing committed, so the
     /// `auto.offset.reset` policy decides).
@@ -86,6 +87,7 @@ pub enum OffsetEvent {
 
 /// A request for the coordinator.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum OffsetRequest {
     /// Read committed offsets.
     Fetch(OffsetFetchRequest),

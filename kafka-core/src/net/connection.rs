@@ -12,6 +12,7 @@ use crate::time::Instant;
 
 /// Who a connection is to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Peer {
     /// A `bootstrap.servers` entry whose node id is not known yet.
     Bootstrap,

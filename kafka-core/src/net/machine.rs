@@ -6,6 +6,7 @@ use crate::time::Instant;
 
 /// One output of a client state machine: a network action or a user event.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Output<E> {
     /// A network action for the driver.
     Transmit(Transmit),

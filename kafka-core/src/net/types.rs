@@ -18,6 +18,7 @@ pub struct ConnId(pub u64);
 /// Why a connection to a node exists. The coordinator gets its own, so heartbeats never queue
 /// behind a long-polling fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Purpose {
     /// Produce, fetch, metadata.
     Data,
@@ -50,6 +51,7 @@ impl Purpose {
 
 /// What the adapter must do on the network.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Transmit {
     /// Open a TCP connection (resolving the host) and report back with `handle_connected` or
     /// `handle_connect_failed`.
@@ -112,6 +114,7 @@ pub enum RequestError {
 
 /// A request's outcome, for the caller that sent it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum NetEvent<T> {
     /// The response arrived.
     Response {

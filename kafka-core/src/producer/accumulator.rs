@@ -14,7 +14,7 @@ use super::types::{ProducerRecord, RecordToken, Topic};
 use crate::time::Instant;
 
 /// A topic and partition.
-pub type TopicPartition = (String, i32);
+pub use crate::topic::TopicPartition;
 
 /// One record's bookkeeping inside a batch.
 #[derive(Debug, Clone, Copy)]

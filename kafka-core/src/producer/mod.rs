@@ -37,7 +37,7 @@ use crate::time::Instant;
 
 /// Whose response a request waits for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tag {
+pub(crate) enum Tag {
     /// A metadata refresh.
     Metadata,
     /// The idempotent producer's id.

@@ -4,132 +4,7 @@ use bytes::Bytes;
 use kafka_proto::ErrorCode;
 
 use crate::net::RequestError;
-
-/// A topic name that is cheap to clone: records sent to one topic can share a single
-/// allocation (`Topic::from("orders")` once, then `.clone()` per record), where a `String`
-/// per record costs an allocation and a free on the hot path.
-///
-/// Compared by name, but two clones of one `Topic` compare equal without reading the names:
-/// the producer's per-topic maps, keyed by the `Topic` a record came with, find each record's
-/// entry with pointer compares instead of string compares.
-#[derive(Clone, Default)]
-pub struct Topic(std::sync::Arc<str>);
-
-impl PartialEq for Topic {
-    fn eq(&self, other: &Topic) -> bool {
-        Topic::ptr_eq(self, other) || self.0 == other.0
-    }
-}
-
-impl Eq for Topic {}
-
-impl PartialOrd for Topic {
-    fn partial_cmp(&self, other: &Topic) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Topic {
-    fn cmp(&self, other: &Topic) -> std::cmp::Ordering {
-        if Topic::ptr_eq(self, other) {
-            std::cmp::Ordering::Equal
-        } else {
-            self.0.cmp(&other.0)
-        }
-    }
-}
-
-impl std::hash::Hash for Topic {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // As the name hashes, so that lookups by `&str` (`Borrow<str>`) agree.
-        self.as_str().hash(state)
-    }
-}
-
-impl Topic {
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Whether both share one allocation (and so one name), without comparing the names.
-    pub fn ptr_eq(a: &Topic, b: &Topic) -> bool {
-        std::sync::Arc::ptr_eq(&a.0, &b.0)
-    }
-}
-
-impl std::ops::Deref for Topic {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl AsRef<str> for Topic {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::borrow::Borrow<str> for Topic {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Topic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&*self.0, f)
-    }
-}
-
-impl std::fmt::Display for Topic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<&str> for Topic {
-    fn from(s: &str) -> Self {
-        Topic(s.into())
-    }
-}
-
-impl From<String> for Topic {
-    fn from(s: String) -> Self {
-        Topic(s.into())
-    }
-}
-
-impl From<&String> for Topic {
-    fn from(s: &String) -> Self {
-        Topic(s.as_str().into())
-    }
-}
-
-impl From<&Topic> for Topic {
-    fn from(t: &Topic) -> Self {
-        t.clone()
-    }
-}
-
-impl From<std::sync::Arc<str>> for Topic {
-    fn from(s: std::sync::Arc<str>) -> Self {
-        Topic(s)
-    }
-}
-
-impl PartialEq<str> for Topic {
-    fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
-    }
-}
-
-impl PartialEq<&str> for Topic {
-    fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
-    }
-}
+pub use crate::topic::Topic;
 
 /// A record to send. `timestamp` is CreateTime in epoch ms; the adapter fills it from the wall
 /// clock when the user leaves it empty (the core never reads a clock).
@@ -189,6 +64,7 @@ pub struct FlushToken(pub u64);
 
 /// Whether a failed record may have been written anyway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Certainty {
     /// It was never sent, or the broker said it did not write it: retrying cannot duplicate it.
     NotSent,
@@ -249,6 +125,7 @@ pub enum DeliveryError {
 
 /// What happened to a record. Every token gets exactly one outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The broker acknowledged it.
     Delivered {
@@ -296,6 +173,7 @@ pub enum SendError {
 
 /// Something the user should know about.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ProducerEvent {
     /// A record's outcome.
     Outcome(RecordToken, Outcome),

@@ -1,4 +1,4 @@
-//! The assign-mode consumer handle and its driver session: the user pulls records; the driver
+//! The consumer handle (assign and group modes) and its driver session: the user pulls records; the driver
 //! hands over a partition's fetched batches undecoded, and the handle decodes them one by one
 //! on the caller's thread.
 

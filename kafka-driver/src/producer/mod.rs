@@ -166,6 +166,11 @@ impl Future for Delivery {
                 timestamp,
             }),
             Outcome::Failed { error, certainty } => Err(Failed { error, certainty }),
+            // An outcome this driver does not know (a newer core): a failure, to be safe.
+            _ => Err(Failed {
+                error: DeliveryError::Closed,
+                certainty: Certainty::PossiblySent,
+            }),
         })
     }
 }
@@ -483,6 +488,8 @@ impl Session for ProducerSession {
                 }
                 self.stop();
             }
+            // Events a newer core may add: nothing for this driver to do.
+            _ => {}
         }
     }
 

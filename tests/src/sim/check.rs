@@ -475,6 +475,7 @@ fn check_final(
                     }
                 }
                 Outcome::Failed { .. } => {}
+                _ => unreachable!("a variant this test does not know"),
             }
             if idempotent {
                 if copies.len() > 1 {

@@ -278,6 +278,7 @@ impl World {
                         continue;
                     }
                     Some(Output::Transmit(tx)) => Some(tx),
+                    _ => unreachable!("a variant this test does not know"),
                 },
                 Some(Client::Consumer(c)) => match c.fetcher.poll_output() {
                     None => None,
@@ -288,6 +289,7 @@ impl World {
                         continue;
                     }
                     Some(Output::Transmit(tx)) => Some(tx),
+                    _ => unreachable!("a variant this test does not know"),
                 },
                 None => None,
             };
@@ -310,6 +312,7 @@ impl World {
                     self.note(|| format!("c{i}/{} close", conn.0));
                     self.net.client_close(key(i, conn), t);
                 }
+                _ => unreachable!("a variant this test does not know"),
             }
         }
     }

@@ -1,0 +1,131 @@
+//! Topic names as the client passes them around: [`Topic`], a shared name that is cheap to
+//! clone, and [`TopicPartition`].
+
+/// A topic and a partition.
+pub type TopicPartition = (String, i32);
+
+/// A topic name that is cheap to clone: records sent to one topic can share a single
+/// allocation (`Topic::from("orders")` once, then `.clone()` per record), where a `String`
+/// per record costs an allocation and a free on the hot path.
+///
+/// Compared by name, but two clones of one `Topic` compare equal without reading the names:
+/// the producer's per-topic maps, keyed by the `Topic` a record came with, find each record's
+/// entry with pointer compares instead of string compares.
+#[derive(Clone, Default)]
+pub struct Topic(std::sync::Arc<str>);
+
+impl PartialEq for Topic {
+    fn eq(&self, other: &Topic) -> bool {
+        Topic::ptr_eq(self, other) || self.0 == other.0
+    }
+}
+
+impl Eq for Topic {}
+
+impl PartialOrd for Topic {
+    fn partial_cmp(&self, other: &Topic) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Topic {
+    fn cmp(&self, other: &Topic) -> std::cmp::Ordering {
+        if Topic::ptr_eq(self, other) {
+            std::cmp::Ordering::Equal
+        } else {
+            self.0.cmp(&other.0)
+        }
+    }
+}
+
+impl std::hash::Hash for Topic {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As the name hashes, so that lookups by `&str` (`Borrow<str>`) agree.
+        self.as_str().hash(state)
+    }
+}
+
+impl Topic {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether both share one allocation (and so one name), without comparing the names.
+    pub fn ptr_eq(a: &Topic, b: &Topic) -> bool {
+        std::sync::Arc::ptr_eq(&a.0, &b.0)
+    }
+}
+
+impl std::ops::Deref for Topic {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Topic {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Topic {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Topic {
+    fn from(s: &str) -> Self {
+        Topic(s.into())
+    }
+}
+
+impl From<String> for Topic {
+    fn from(s: String) -> Self {
+        Topic(s.into())
+    }
+}
+
+impl From<&String> for Topic {
+    fn from(s: &String) -> Self {
+        Topic(s.as_str().into())
+    }
+}
+
+impl From<&Topic> for Topic {
+    fn from(t: &Topic) -> Self {
+        t.clone()
+    }
+}
+
+impl From<std::sync::Arc<str>> for Topic {
+    fn from(s: std::sync::Arc<str>) -> Self {
+        Topic(s)
+    }
+}
+
+impl PartialEq<str> for Topic {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Topic {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}

@@ -1,0 +1,202 @@
+//! The brief's connection economy, side by side with the Java client, on Apache Kafka: the
+//! TCP connections a producer (sending to one partition) and a group consumer open, counted
+//! with `ss` while they run, against one node and against three nodes all listed in
+//! `bootstrap.servers`. The Java client finds connections by node id alone, so its bootstrap
+//! connection is never reused and lingers; ours is adopted by host and port as the node's
+//! connection, control requests ride the connections already open, and only the group
+//! coordinator gets one of its own.
+//!
+//! This binary holds one test: the process's own connections are the client's.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kafka_tokio::{Consumer, Producer, Record};
+use tests::kafka::{peer_classpath, Cluster};
+
+/// Samples `pid`'s established TCP connections to `ports` every 10 ms until `stop`; returns
+/// every distinct one seen.
+fn sampler(
+    pid: u32,
+    ports: Vec<String>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<BTreeSet<String>> {
+    std::thread::spawn(move || {
+        let mut seen = BTreeSet::new();
+        let needle = format!("pid={pid},");
+        loop {
+            let done = stop.load(Ordering::Relaxed);
+            let out = Command::new("ss")
+                .args(["-tnpH", "state", "established"])
+                .output()
+                .expect("ss (iproute2) is installed");
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                if !line.contains(&needle) {
+                    continue;
+                }
+                let cols: Vec<&str> = line.split_whitespace().collect();
+                let (local, peer) = (cols[2], cols[3]);
+                if ports.iter().any(|p| peer.ends_with(&format!(":{p}"))) {
+                    seen.insert(format!("{local} -> {peer}"));
+                }
+            }
+            if done {
+                return seen;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    })
+}
+
+fn ports(bootstrap: &str) -> Vec<String> {
+    bootstrap
+        .split(',')
+        .map(|a| a.rsplit(':').next().unwrap().to_owned())
+        .collect()
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// Counts this process's connections while `work` runs.
+fn ours(bootstrap: &str, work: impl FnOnce()) -> usize {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = sampler(std::process::id(), ports(bootstrap), stop.clone());
+    work();
+    stop.store(true, Ordering::Relaxed);
+    let seen = s.join().unwrap();
+    eprintln!("ours: {seen:#?}");
+    seen.len()
+}
+
+/// Counts the Java peer's connections while it runs `args`, fed `lines` slowly.
+fn java(bootstrap: &str, args: &[&str], lines: Vec<String>, linger: Duration) -> usize {
+    let mut child = Command::new("java")
+        .arg("-cp")
+        .arg(peer_classpath())
+        .arg("KafkaPeer")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run java");
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = sampler(child.id(), ports(bootstrap), stop.clone());
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(linger);
+    drop(stdin);
+    child.wait().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let seen = s.join().unwrap();
+    eprintln!("java: {seen:#?}");
+    seen.len()
+}
+
+struct Counts {
+    producer: (usize, usize),
+    consumer: (usize, usize),
+}
+
+fn measure(c: &Cluster, topic: &str) -> Counts {
+    let b = c.bootstrap.as_str();
+    let ours_producer = ours(b, || {
+        block_on(async {
+            let p = Producer::from_map([("bootstrap.servers", b)]).unwrap();
+            for i in 0..20 {
+                p.send(Record::new(topic, format!("o{i}")))
+                    .await
+                    .unwrap()
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            p.close(Duration::from_secs(5)).await;
+        })
+    });
+    let lines = (0..20)
+        .map(|i| format!("-1\t-1\t-\t6a{i:02x}\t-"))
+        .collect();
+    let java_producer = java(b, &["produce", b, topic], lines, Duration::ZERO);
+    let group = format!("conns-{topic}");
+    let ours_consumer = ours(b, || {
+        block_on(async {
+            let mut consumer = Consumer::from_map([
+                ("bootstrap.servers", b),
+                ("group.id", group.as_str()),
+                ("auto.offset.reset", "earliest"),
+            ])
+            .unwrap();
+            consumer.subscribe([topic]).unwrap();
+            for _ in 0..40 {
+                consumer.recv().await.unwrap();
+            }
+            consumer.commit().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            consumer.close(Duration::from_secs(5)).await;
+        })
+    });
+    let java_group = format!("conns-java-{topic}");
+    let java_consumer = java(
+        b,
+        &["member", b, &java_group, topic],
+        vec![],
+        Duration::from_secs(8),
+    );
+    Counts {
+        producer: (java_producer, ours_producer),
+        consumer: (java_consumer, ours_consumer),
+    }
+}
+
+#[test]
+fn connections_side_by_side_with_the_java_client() {
+    let table = Arc::new(Mutex::new(Vec::new()));
+    for nodes in [1, 3] {
+        let c = Cluster::start(nodes);
+        c.create_topic("one", 1, nodes as u16, &[]);
+        let n = measure(&c, "one");
+        table.lock().unwrap().push(format!(
+            "| {nodes} node(s), all in bootstrap.servers | {} | {} | {} | {} |",
+            n.producer.0, n.producer.1, n.consumer.0, n.consumer.1
+        ));
+        // The brief's ideal: the bootstrap connection becomes a node's connection, control
+        // requests ride the open ones, and only the coordinator gets its own.
+        let (producer_max, consumer_max) = if nodes == 1 { (1, 2) } else { (2, 3) };
+        assert!(
+            n.producer.1 <= producer_max,
+            "{nodes} node(s): our producer opened {}",
+            n.producer.1
+        );
+        assert!(
+            n.consumer.1 <= consumer_max,
+            "{nodes} node(s): our consumer opened {}",
+            n.consumer.1
+        );
+        assert!(
+            n.producer.1 <= n.producer.0,
+            "never more than Java's producer"
+        );
+        assert!(
+            n.consumer.1 <= n.consumer.0,
+            "never more than Java's consumer"
+        );
+    }
+    eprintln!(
+        "| cluster | Java producer | our producer | Java group consumer | our group consumer |\n|---|---:|---:|---:|---:|\n{}",
+        table.lock().unwrap().join("\n")
+    );
+}
