@@ -7,6 +7,8 @@
 // Subcommands (settings as k=v arguments after the fixed ones):
 //   wait-brokers BOOTSTRAP N TIMEOUT_S      until the cluster shows N brokers
 //   create-topic BOOTSTRAP NAME PARTITIONS RF [k=v]...   a topic with these topic configs
+//   quorum-leader BOOTSTRAP                 the node id of the active KRaft controller
+//   coordinator BOOTSTRAP GROUP             the node id of the group's coordinator
 //   produce BOOTSTRAP TOPIC [k=v]...        stdin: partition(-1 = the partitioner) timestamp
 //                                           key value headers; stdout: partition offset
 //   consume BOOTSTRAP TOPIC COUNT TIMEOUT_S [k=v]...  assigns every partition from the start
@@ -51,6 +53,8 @@ public class KafkaPeer {
         switch (args[0]) {
             case "wait-brokers" -> waitBrokers(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]));
             case "create-topic" -> createTopic(args[1], args[2], Integer.parseInt(args[3]), Short.parseShort(args[4]), settings(args, 5));
+            case "quorum-leader" -> quorumLeader(args[1]);
+            case "coordinator" -> coordinator(args[1], args[2]);
             case "produce" -> produce(args[1], args[2], settings(args, 3));
             case "consume" -> consume(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), settings(args, 5));
             case "partition" -> partition(Integer.parseInt(args[1]));
@@ -131,6 +135,25 @@ public class KafkaPeer {
                 }
                 Thread.sleep(100);
             }
+        }
+    }
+
+    static Admin admin(String bootstrap) {
+        Properties p = new Properties();
+        p.setProperty("bootstrap.servers", bootstrap);
+        return Admin.create(p);
+    }
+
+    static void quorumLeader(String bootstrap) throws Exception {
+        try (Admin a = admin(bootstrap)) {
+            System.out.println(a.describeMetadataQuorum().quorumInfo().get().leaderId());
+        }
+    }
+
+    static void coordinator(String bootstrap, String group) throws Exception {
+        try (Admin a = admin(bootstrap)) {
+            var d = a.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
+            System.out.println(d.coordinator().id());
         }
     }
 

@@ -474,6 +474,10 @@ impl Fetcher {
         while let Some(e) = self.net.poll_event() {
             self.on_event(e, now);
         }
+        if self.net.take_node_failure() {
+            // A broker's connection failed: its leaderships may have moved.
+            self.metadata.request_update();
+        }
         for (tp, p) in &mut self.parts {
             self.metadata.use_topic(&tp.0, now);
             if p.retry_at.is_some_and(|t| t <= now) {

@@ -81,6 +81,8 @@ pub struct Network<T> {
     frame_hint: Vec<usize>,
     /// The last connection problem, and when, for errors and timeouts to name.
     last_problem: Option<(String, Instant)>,
+    /// A connection to a known node failed since [`Network::take_node_failure`] last said.
+    node_failed: bool,
 }
 
 impl<T> Network<T> {
@@ -104,6 +106,7 @@ impl<T> Network<T> {
             events: VecDeque::new(),
             frame_hint: Vec::new(),
             last_problem: None,
+            node_failed: false,
         }
     }
 
@@ -477,6 +480,13 @@ impl<T> Network<T> {
         self.last_problem.as_ref().map(|(p, _)| p.as_str())
     }
 
+    /// Whether a connection to a known node failed (refused, closed, timed out) since the
+    /// last call: its leaderships may have moved, so metadata should be refreshed, as Java's
+    /// network client asks on every disconnection.
+    pub fn take_node_failure(&mut self) -> bool {
+        std::mem::take(&mut self.node_failed)
+    }
+
     /// [`Network::last_problem`], with when it was seen.
     pub fn last_problem_seen(&self) -> Option<(&str, Instant)> {
         self.last_problem.as_ref().map(|(p, at)| (p.as_str(), *at))
@@ -636,6 +646,8 @@ impl<T> Network<T> {
         f.retry_at = Some(now + delay);
         if c.peer == Peer::Bootstrap {
             self.bootstrap_next += 1;
+        } else {
+            self.node_failed = true;
         }
         let node = c.node();
         for req in c.in_flight {

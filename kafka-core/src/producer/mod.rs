@@ -431,6 +431,12 @@ impl Producer {
         while let Some(e) = self.net.poll_event() {
             self.on_net_event(e, now);
         }
+        if self.net.take_node_failure() {
+            // A leader's connection failed: it may lead no more (found on Apache Kafka, where
+            // a killed leader stays in metadata until the controller fences it, and the
+            // producer kept retrying it until the next periodic refresh).
+            self.metadata.request_update();
+        }
         self.expire(now);
         self.place_pending(now);
         self.refresh_metadata(now);
