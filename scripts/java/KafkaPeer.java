@@ -125,6 +125,16 @@ public class KafkaPeer {
                 try {
                     var d = admin.describeTopics(List.of(name)).allTopicNames().get().get(name);
                     if (d.partitions().stream().allMatch(tp -> tp.leader() != null && !tp.leader().isEmpty())) {
+                        // Metadata names a leader before that leader has applied the change (the
+                        // metadata cache is published first): a produce in that window gets
+                        // NOT_LEADER_OR_FOLLOWER, and with acks=0 the broker closes the
+                        // connection, losing the records. ListOffsets goes to each leader and
+                        // succeeds once it serves the partition.
+                        var spec = new java.util.HashMap<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.admin.OffsetSpec>();
+                        for (var tp : d.partitions()) {
+                            spec.put(new org.apache.kafka.common.TopicPartition(name, tp.partition()), org.apache.kafka.clients.admin.OffsetSpec.latest());
+                        }
+                        admin.listOffsets(spec).all().get();
                         return;
                     }
                 } catch (java.util.concurrent.ExecutionException e) {

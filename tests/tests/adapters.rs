@@ -927,3 +927,34 @@ fn futures_executor_block_on<F: Future>(f: F) -> F::Output {
         std::thread::park_timeout(Duration::from_millis(100));
     }
 }
+
+/// A session timeout below the broker's `group.min.session.timeout.ms` (1000 on the test
+/// clusters) is refused by Apache Kafka with INVALID_SESSION_TIMEOUT: the member reports it as a
+/// typed error that names the broker setting, instead of retrying the join forever.
+#[test]
+fn a_session_timeout_the_broker_refuses_is_a_typed_error() {
+    use kafka_tokio::{ConsumeError, Consumer, ErrorCode};
+    use tests::brokers::{Kind, TestBroker as Broker};
+    tokio_block_on(async {
+        let broker = Broker::shared(Kind::Kafka, module_path!());
+        broker.create_topic("short-session", 1);
+        let mut c = Consumer::from_map([
+            ("bootstrap.servers", broker.addr.as_str()),
+            ("group.id", "short-session"),
+            ("session.timeout.ms", "500"),
+            ("heartbeat.interval.ms", "100"),
+        ])
+        .unwrap();
+        c.subscribe(["short-session"]).unwrap();
+        let got = within(Duration::from_secs(20), "the join's answer", c.recv()).await;
+        match got {
+            Err(ConsumeError::Group(code)) => {
+                assert_eq!(code, ErrorCode::InvalidSessionTimeout);
+                let text = ConsumeError::Group(code).to_string();
+                assert!(text.contains("group.min.session.timeout.ms"), "{text}");
+            }
+            other => panic!("expected INVALID_SESSION_TIMEOUT, got {other:?}"),
+        }
+        c.close(Duration::from_secs(5)).await;
+    })
+}
