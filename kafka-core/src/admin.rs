@@ -332,10 +332,12 @@ impl Admin {
         while let Some(e) = self.net.poll_event() {
             self.on_event(e, now);
         }
+        // An operation ends at its deadline even with a request in flight (whose answer is
+        // then ignored): the caller hears within default.api.timeout.ms, as in Java.
         let expired: Vec<OpId> = self
             .ops
             .iter()
-            .filter(|(_, o)| o.deadline <= now && !o.in_flight)
+            .filter(|(_, o)| o.deadline <= now)
             .map(|(id, _)| *id)
             .collect();
         for id in expired {

@@ -118,7 +118,7 @@ fn fetch_offsets_error(r: &OffsetFetchRequest, e: i16) -> ResponseBody {
 }
 
 impl SimCluster {
-    fn topic_name(&self, id: Uuid, name: &str) -> String {
+    pub(super) fn topic_name(&self, id: Uuid, name: &str) -> String {
         if id.is_nil() {
             return name.to_owned();
         }

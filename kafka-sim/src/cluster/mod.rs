@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::scripted::api_versions_answer;
 pub use crate::scripted::SimTime;
 
+mod admin;
 mod coordinator;
 mod handlers;
 mod partition;
@@ -144,6 +145,8 @@ pub struct SimCluster {
     next_tick: SimTime,
     next_producer_id: i64,
     picks: u64,
+    /// Topics created through CreateTopics (for their ids).
+    created_topics: u64,
     stats: ClusterStats,
 }
 
@@ -183,6 +186,7 @@ impl SimCluster {
             next_tick: SimTime::ZERO,
             next_producer_id: 1000,
             picks: seed,
+            created_topics: 0,
             stats: ClusterStats::default(),
         }
     }
@@ -284,6 +288,8 @@ impl SimCluster {
             RequestBody::ListOffsets(r) => Answer::Now(self.list_offsets(node, r)),
             RequestBody::OffsetForLeaderEpoch(r) => Answer::Now(self.epoch_ends(node, r)),
             RequestBody::FindCoordinator(r) => Answer::Now(self.find_coordinator(r)),
+            RequestBody::CreateTopics(r) => Answer::Now(self.create_topics(r)),
+            RequestBody::DeleteTopics(r) => Answer::Now(self.delete_topics(r)),
             _ if !coordinator && handlers::is_group_api(body) => {
                 Answer::Now(handlers::not_coordinator(body))
             }
@@ -606,6 +612,11 @@ impl SimCluster {
     /// bytes in the ConsumerProtocol format).
     pub fn assignments(&self) -> &[(String, i32, String, Bytes)] {
         &self.coordinator.handed
+    }
+
+    /// A topic's partition count, or `None` when the topic does not exist.
+    pub fn partition_count(&self, topic: &str) -> Option<usize> {
+        self.topics.get(topic).map(|(_, parts)| parts.len())
     }
 
     /// What happened so far.
