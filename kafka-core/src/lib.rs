@@ -47,7 +47,7 @@
 //!             }
 //!             Output::Transmit(Transmit::Close { conn }) => drop(conns.remove(&conn)),
 //!             Output::Event(ProducerEvent::Outcome(t, outcome)) if t == token => break 'run outcome,
-//!             Output::Event(_) => {}
+//!             _ => {} // other events, and kinds of output added later (non_exhaustive)
 //!         }
 //!     }
 //!     now = producer.poll_timeout().expect("work is pending"); // jump virtual time
