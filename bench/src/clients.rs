@@ -219,7 +219,8 @@ async fn ours_tokio_consume(j: &Job) -> Done {
     c.assign(
         (0..PARTITIONS).map(|p| (j.topic.as_str(), p)),
         StartFrom::Earliest,
-    );
+    )
+    .expect("assign");
     let start = Instant::now();
     let mut n = 0;
     while n < j.count {

@@ -59,7 +59,9 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
             .subscribe([a.topic.clone()])
             .map_err(|e| e.to_string())?;
     } else {
-        consumer.assign(partitions.iter().map(|p| (a.topic.as_str(), *p)), start);
+        consumer
+            .assign(partitions.iter().map(|p| (a.topic.as_str(), *p)), start)
+            .map_err(|e| e.to_string())?;
         open = partitions.into_iter().collect();
     }
     let mut assigned_once = a.group.is_none();
@@ -148,9 +150,7 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
     let start = std::time::Instant::now();
     let mut consumer = Consumer::new(cfg);
     match &a.group {
-        Some(_) => consumer
-            .subscribe([a.topic.clone()])
-            .map_err(|e| e.to_string())?,
+        Some(_) => consumer.subscribe([a.topic.clone()]),
         None => consumer.assign(
             topic
                 .partitions
@@ -159,6 +159,7 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
             StartFrom::Earliest,
         ),
     }
+    .map_err(|e| e.to_string())?;
     let (mut count, mut bytes) = (0u64, 0u64);
     while count < a.count {
         let r = consumer.recv().await.map_err(|e| e.to_string())?;

@@ -223,7 +223,8 @@ fn reads_everything_from_earliest_in_order_then_reports_the_end() {
         produce(&cluster, 300, codec, 0);
         // A small per-partition limit forces many fetches, each starting inside a batch.
         let mut h = Harness::new(&[("max.partition.fetch.bytes", "700")], single(&cluster));
-        h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now);
+        h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now)
+            .unwrap();
         h.advance_to(Instant::from_millis(2000));
         let got = h.values();
         let want: Vec<(i64, String)> = (0..300).map(|i| (i, format!("v{i}"))).collect();
@@ -244,7 +245,8 @@ fn latest_and_explicit_offsets() {
     let cluster = SingleBroker::new("broker", 9092, 1);
     produce(&cluster, 10, "none", 0);
     let mut h = Harness::new(&[], single(&cluster));
-    h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(600));
     assert!(h.values().is_empty(), "latest skips what exists");
     produce(&cluster, 5, "none", 10);
@@ -255,7 +257,8 @@ fn latest_and_explicit_offsets() {
     );
 
     let mut h = Harness::new(&[], single(&cluster));
-    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(7), h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(7), h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(600));
     assert_eq!(h.values().first().map(|v| v.0), Some(7));
     assert_eq!(h.values().len(), 8);
@@ -266,7 +269,8 @@ fn an_empty_fetch_long_polls_instead_of_spinning() {
     let cluster = SingleBroker::new("broker", 9092, 1);
     produce(&cluster, 1, "none", 0);
     let mut h = Harness::new(&[("fetch.max.wait.ms", "500")], single(&cluster));
-    h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(10_000));
     let fetches = h
         .brokers
@@ -285,7 +289,8 @@ fn out_of_range_applies_the_reset_policy() {
     let cluster = SingleBroker::new("broker", 9092, 1);
     produce(&cluster, 3, "none", 0);
     let mut h = Harness::new(&[("auto.offset.reset", "earliest")], single(&cluster));
-    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(1000), h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(1000), h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(1000));
     assert_eq!(
         h.values().iter().map(|v| v.0).collect::<Vec<_>>(),
@@ -293,7 +298,8 @@ fn out_of_range_applies_the_reset_policy() {
     );
 
     let mut h = Harness::new(&[("auto.offset.reset", "none")], single(&cluster));
-    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(1000), h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(1000), h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(1000));
     assert!(h.events.iter().any(|e| matches!(
         e,
@@ -456,7 +462,8 @@ fn truncated_compressed_and_control_batches() {
     }
     let _ = batch(0, &[], Compression::None, true);
     let mut h = Harness::new(&[], scripted(answer));
-    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(2000));
     let got: Vec<(i64, String)> = h.values();
     let want: Vec<(i64, String)> = [(0, "a"), (1, "b"), (2, "c"), (4, "e"), (5, "f"), (6, "g")]
@@ -489,7 +496,8 @@ fn compressed_data_is_charged_as_fetched_and_decoded_only_as_read() {
     let fetched = answer(0).len();
     assert!(fetched < 64 * 1024, "lz4 compresses it: {fetched} B");
     let mut h = Harness::new(&[], scripted(answer));
-    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(1000));
     let (records, bytes) = h
         .events
@@ -527,7 +535,8 @@ fn a_corrupt_record_is_found_where_it_is_read_and_the_partition_stops_there() {
         kafka_sim::proto::record::rewrite_producer_fields(&bad.freeze(), -1, -1, -1).unwrap()
     }
     let mut h = Harness::new(&[], scripted(answer));
-    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(1000));
     let records = h
         .events
@@ -575,7 +584,8 @@ fn a_seek_back_discards_the_fetch_in_flight() {
     let never = || Arc::new(AtomicUsize::new(0));
     let broker = scripted_with(answer, never(), never(), 0, Duration::from_millis(100));
     let mut h = Harness::new(&[], broker);
-    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Earliest, h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(150));
     assert_eq!(h.f.position("t", 0), Some(3), "the first batch was read");
     let before = h.values().len();
@@ -600,7 +610,8 @@ fn a_leadership_error_refreshes_metadata_and_fetching_resumes() {
         &[],
         scripted_with(answer, fails.clone(), metadata.clone(), 0, Duration::ZERO),
     );
-    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(3000));
     assert_eq!(
         fails.load(Ordering::SeqCst),
@@ -638,7 +649,8 @@ fn a_latest_offset_inside_a_batch_starts_after_that_batch() {
         &[],
         scripted_with(answer, fails, metadata, 1, Duration::ZERO),
     );
-    h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Latest, h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(600));
     assert_eq!(h.values(), [(3, "new".to_string())]);
 }
@@ -669,7 +681,8 @@ fn prefetch_budget_holds(conns: &str) {
         (0..PARTS).map(|p| ("t".to_string(), p)),
         StartFrom::Earliest,
         h.now,
-    );
+    )
+    .unwrap();
     h.advance_to(Instant::from_millis(3000));
     // Measured apart from the fetcher's own counter: the payload bytes it handed out.
     let held: usize = h
@@ -825,7 +838,8 @@ fn read_committed_skips_aborted_transactions_and_markers() {
             })
         });
         let mut h = Harness::new(&[("isolation.level", level)], connect);
-        h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+        h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now)
+            .unwrap();
         h.advance_to(Instant::from_millis(1000));
         let got: Vec<String> = h.values().into_iter().map(|v| v.1).collect();
         assert_eq!(got, want, "{level}");
@@ -988,7 +1002,8 @@ fn a_leader_change_checks_the_position_and_detects_truncation() {
         &[("auto.offset.reset", "earliest")],
         leader_change(5, seen.clone()),
     );
-    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(3000));
     let values: Vec<String> = h.values().into_iter().map(|v| v.1).collect();
     let mut want: Vec<String> = (0..8).map(|i| format!("old{i}")).collect();
@@ -1030,7 +1045,8 @@ fn a_leader_change_checks_the_position_and_detects_truncation() {
         &[("auto.offset.reset", "none")],
         leader_change(5, Arc::default()),
     );
-    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(3000));
     assert_eq!(h.values().len(), 8);
     assert!(
@@ -1053,7 +1069,8 @@ fn a_leader_change_checks_the_position_and_detects_truncation() {
         &[("auto.offset.reset", "none")],
         leader_change(8, Arc::default()),
     );
-    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(0), h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(3000));
     let offsets: Vec<i64> = h.values().into_iter().map(|v| v.0).collect();
     assert_eq!(
@@ -1077,7 +1094,8 @@ fn fetch_sessions_name_only_what_changed() {
         (0..PARTS).map(|p| ("t".to_string(), p)),
         StartFrom::Earliest,
         h.now,
-    );
+    )
+    .unwrap();
     h.advance_to(Instant::from_millis(2000));
     assert_eq!(h.values().len(), PARTS as usize);
     let (opened, incremental) = cluster.fetch_sessions();
@@ -1173,7 +1191,8 @@ fn connections_per_broker_splits_partitions_across_fetch_connections() {
         (0..PARTS).map(|p| ("t".to_string(), p)),
         StartFrom::Earliest,
         h.now,
-    );
+    )
+    .unwrap();
     h.advance_to(Instant::from_millis(2000));
     // The partitions each connection fetched, and how many fetches it sent.
     let fetched = |h: &Harness| -> BTreeMap<ConnId, (Vec<i32>, usize)> {
@@ -1258,7 +1277,8 @@ fn a_batch_larger_than_any_before_exceeds_the_budget_by_one_batch_at_most() {
         [("t".to_string(), 0), ("t".to_string(), 1)],
         StartFrom::Earliest,
         h.now,
-    );
+    )
+    .unwrap();
     h.advance_to(Instant::from_millis(500));
     assert_eq!(h.values().len(), 2, "the small records arrived");
     // Kept (not released): now each partition gets one large batch.
@@ -1351,7 +1371,8 @@ fn an_out_of_range_answer_from_before_a_forward_seek_is_ignored() {
     });
     let mut h = Harness::new(&[("auto.offset.reset", "earliest")], connect);
     // A fetch from 3 goes out (answered after 100 ms); the application seeks forward to 11.
-    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(3), h.now);
+    h.f.assign([("t".to_string(), 0)], StartFrom::Offset(3), h.now)
+        .unwrap();
     h.advance_to(Instant::from_millis(50));
     h.f.seek("t", 0, StartFrom::Offset(11), h.now);
     h.advance_to(Instant::from_millis(1000));

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kafka_core::config::ConsumerConfig;
-use kafka_core::fetcher::{FetchEvent, Fetcher};
+use kafka_core::fetcher::{FetchEvent, Fetcher, StartFrom, SubscribeError};
 use kafka_core::net::{ConnId, Transmit};
 use kafka_core::producer::{self, Outcome, ProducerEvent, ProducerRecord};
 use kafka_core::{Instant, Producer, ProducerConfig};
@@ -446,5 +446,29 @@ fn a_report_about_a_partition_no_longer_held_is_not_committed() {
         cluster.committed("g", "t", 1),
         None,
         "the report from the lost tenure was dropped, not committed in the new generation"
+    );
+}
+
+/// A consumer either subscribes or assigns (as in Java): the core refuses the other, so that
+/// no partition is fetched and committed outside the group's rules.
+#[test]
+fn subscribe_and_assign_exclude_each_other() {
+    let cluster = SingleBroker::new("broker", 9092, 1);
+    let mut member = Harness::new(&cluster, "both");
+    member.f.subscribe(vec!["t".into()], member.now).unwrap();
+    assert_eq!(
+        member
+            .f
+            .assign([("t".to_string(), 0)], StartFrom::Earliest, member.now),
+        Err(SubscribeError::Subscribed)
+    );
+    let mut reader = Harness::new(&cluster, "both");
+    reader
+        .f
+        .assign([("t".to_string(), 0)], StartFrom::Earliest, reader.now)
+        .unwrap();
+    assert_eq!(
+        reader.f.subscribe(vec!["t".into()], reader.now),
+        Err(SubscribeError::Assigned)
     );
 }

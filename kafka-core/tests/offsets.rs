@@ -328,3 +328,42 @@ fn a_retried_commit_forgets_partitions_that_went_away() {
     let sent = partitions_of(&c);
     assert_eq!(sent, [0]);
 }
+
+/// A consumer that assigns its own partitions commits with generation -1, which Kafka accepts
+/// only into an empty group; UNKNOWN_MEMBER_ID then means "this group has members", not "the
+/// group rebalanced": the error says so and names the group (a member of a generation that
+/// gets UNKNOWN_MEMBER_ID has been dropped, and hears it as a rebalance).
+#[test]
+fn a_commit_outside_the_group_into_a_group_with_members_names_the_cause() {
+    let mut o = offsets(None);
+    o.consumed(&tp(0), 10, -1);
+    let id = o.commit();
+    let Some(OffsetRequest::Commit(c)) = o.poll_request(Some((-1, "")), ms(0)) else {
+        panic!("OffsetCommit")
+    };
+    assert_eq!(c.generation_id_or_member_epoch, -1);
+    o.handle_response(commit_ok(&[0], ErrorCode::UnknownMemberId.code()), ms(1));
+    let got = events(&mut o);
+    assert_eq!(
+        got,
+        [OffsetEvent::Commit(
+            id,
+            Err(CommitError::GroupInUse("g".into()))
+        )]
+    );
+    let OffsetEvent::Commit(_, Err(e)) = &got[0] else {
+        unreachable!()
+    };
+    assert!(e.to_string().contains("group.id of its own"), "{e}");
+    // The same answer to a member of a generation is a rebalance.
+    let id = o.commit();
+    o.poll_request(GEN, ms(2)).unwrap();
+    o.handle_response(commit_ok(&[0], ErrorCode::UnknownMemberId.code()), ms(3));
+    assert_eq!(
+        events(&mut o),
+        [OffsetEvent::Commit(
+            id,
+            Err(CommitError::Rebalanced(ErrorCode::UnknownMemberId))
+        )]
+    );
+}

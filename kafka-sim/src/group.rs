@@ -218,7 +218,10 @@ impl Groups {
     pub(crate) fn commit(&mut self, req: &OffsetCommitRequest) -> ResponseBody {
         self.count("OffsetCommit");
         let g = self.groups.entry(req.group_id.clone()).or_default();
+        let outside = req.generation_id_or_member_epoch < 0 && req.member_id.is_empty();
         let error = match g.members.get(&req.member_id) {
+            // Outside group management: Kafka takes it only while the group has no members.
+            None if outside && !g.members.is_empty() => UNKNOWN_MEMBER_ID,
             None if req.generation_id_or_member_epoch >= 0 => UNKNOWN_MEMBER_ID,
             Some(_) if req.generation_id_or_member_epoch != g.generation => ILLEGAL_GENERATION,
             _ => 0,

@@ -14,7 +14,7 @@
 //! producer.close(std::time::Duration::from_secs(5)).await;
 //!
 //! let mut consumer = Consumer::from_map([("bootstrap.servers", "localhost:9092")])?;
-//! consumer.assign([("greetings", delivered.partition)], StartFrom::Earliest);
+//! consumer.assign([("greetings", delivered.partition)], StartFrom::Earliest)?;
 //! let record = consumer.recv().await?;
 //! assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
 //! # Ok(()) }

@@ -70,7 +70,8 @@ macro_rules! suite {
             /// broker closes the connection on an error it cannot answer), as with any client.
             async fn serving(broker: &Broker, topic: &str, partitions: i32) {
                 let mut c = consumer(broker);
-                c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Latest);
+                c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Latest)
+                    .unwrap();
                 within(Duration::from_secs(30), "the topic's leaders", async {
                     loop {
                         let mut all = true;
@@ -105,7 +106,8 @@ macro_rules! suite {
                 conns: &str,
             ) -> Vec<$krate::ConsumerRecord> {
                 let mut c = consumer_over(broker, conns);
-                c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Earliest);
+                c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Earliest)
+                    .unwrap();
                 let mut out = Vec::new();
                 within(
                     Duration::from_secs(60),
@@ -389,7 +391,7 @@ macro_rules! suite {
                     assert_eq!(got[0].value.as_ref().unwrap().len(), 15_000);
                     assert_eq!(got[1].value.as_deref(), Some(&b"z"[..]));
                     let mut c = consumer(&broker);
-                    c.assign([("cancel", 0)], StartFrom::Offset(2));
+                    c.assign([("cancel", 0)], StartFrom::Offset(2)).unwrap();
                     let end = within(Duration::from_secs(10), "end", c.next_event())
                         .await
                         .unwrap();
@@ -458,7 +460,7 @@ macro_rules! suite {
                     }
                     producer.close(Duration::from_secs(5)).await;
                     let mut c = consumer(&broker);
-                    c.assign([("ctl", 0)], StartFrom::Offset(50));
+                    c.assign([("ctl", 0)], StartFrom::Offset(50)).unwrap();
                     let r = within(Duration::from_secs(10), "recv", c.recv())
                         .await
                         .unwrap();

@@ -230,7 +230,7 @@ fn an_assigning_consumer_with_a_group_id_commits() {
         let p = producer();
         produce(&p, 2, 5).await;
         let mut c = consumer(&[("group.id", "manual")]);
-        c.assign([("t", 2)], StartFrom::Earliest);
+        c.assign([("t", 2)], StartFrom::Earliest).unwrap();
         let mut n = 0;
         while n < 5 {
             if let Ok(ConsumerEvent::Record(_)) = c.next_event().await {
@@ -256,6 +256,143 @@ fn an_assigning_consumer_with_a_group_id_commits() {
         ]),
         "committed() reads partitions the consumer does not hold"
     );
+}
+
+/// A consumer that assigns its partitions resumes where its group committed
+/// (`StartFrom::Committed`, where a Java consumer starts), and starts where
+/// `auto.offset.reset` says for a partition with no commit.
+#[test]
+fn an_assigning_consumer_resumes_from_its_groups_committed_offsets() {
+    let sim = sim(12);
+    let (first, resumed, fresh) = run(&sim, Duration::from_secs(60), async {
+        let p = producer();
+        produce(&p, 2, 8).await;
+        produce(&p, 1, 3).await;
+        let mut c = consumer(&[("group.id", "resume")]);
+        c.assign([("t", 2)], StartFrom::Committed).unwrap();
+        let mut first = Vec::new();
+        while first.len() < 3 {
+            if let Ok(ConsumerEvent::Record(r)) = c.next_event().await {
+                first.push(r.offset);
+            }
+        }
+        c.commit().await.unwrap();
+        c.close(Duration::from_secs(5)).await;
+        let mut again = consumer(&[("group.id", "resume")]);
+        again
+            .assign([("t", 2), ("t", 1)], StartFrom::Committed)
+            .unwrap();
+        let (mut resumed, mut fresh) = (Vec::new(), Vec::new());
+        while resumed.len() < 5 || fresh.len() < 3 {
+            if let Ok(ConsumerEvent::Record(r)) = again.next_event().await {
+                match r.partition {
+                    2 => resumed.push(r.offset),
+                    _ => fresh.push(r.offset),
+                }
+            }
+        }
+        (first, resumed, fresh)
+    });
+    assert_eq!(
+        first,
+        vec![0, 1, 2],
+        "nothing committed: auto.offset.reset=earliest"
+    );
+    assert_eq!(resumed, vec![3, 4, 5, 6, 7], "from the committed offset 3");
+    assert_eq!(fresh, vec![0, 1, 2]);
+}
+
+/// A seek made while an answer of the driver waited on the handle (the application had
+/// dropped a `recv_batch` future, as a `select` with a timeout does) was followed by that
+/// answer's records, fetched from the old position, and only then by the sought ones (found
+/// by the simulation, seed 467).
+#[test]
+fn records_fetched_before_a_seek_are_not_returned_after_it() {
+    let sim = sim(13);
+    let offsets = run(&sim, Duration::from_secs(60), async {
+        let p = producer();
+        produce(&p, 0, 10).await;
+        let mut c = consumer(&[]);
+        c.assign([("t", 0)], StartFrom::Earliest).unwrap();
+        let mut read = 0;
+        while read < 10 {
+            read += c.recv_batch().await.unwrap().len();
+        }
+        // Ask again and give up: the answer, when it comes, is kept on the handle.
+        {
+            let next = std::pin::pin!(c.recv_batch());
+            let _ = select(next, simrt::sleep(Duration::from_millis(200))).await;
+        }
+        // Records 10.. arrive and are handed to the waiting answer.
+        produce(&p, 0, 10).await;
+        simrt::sleep(Duration::from_millis(500)).await;
+        c.seek("t", 0, StartFrom::Offset(2));
+        let mut offsets = Vec::new();
+        while offsets.len() < 6 {
+            offsets.extend(c.recv_batch().await.unwrap().iter().map(|r| r.offset));
+        }
+        offsets
+    });
+    assert_eq!(
+        &offsets[..6],
+        &[2, 3, 4, 5, 6, 7],
+        "from the seek on, in order"
+    );
+}
+
+/// `assign` on a subscribed consumer was accepted: the partitions were fetched beside the
+/// group's, committed with the group's generation, and never revoked. As in Java, a consumer
+/// either subscribes or assigns.
+#[test]
+fn subscribe_and_assign_exclude_each_other() {
+    let sim = sim(8);
+    let (after_subscribe, after_assign, assign_again) = run(&sim, Duration::from_secs(5), async {
+        let mut member = consumer(&[("group.id", "both")]);
+        member.subscribe(["t"]).unwrap();
+        let after_subscribe = member.assign([("t", 0)], StartFrom::Earliest);
+        let mut reader = consumer(&[("group.id", "both")]);
+        reader.assign([("t", 1)], StartFrom::Earliest).unwrap();
+        let after_assign = reader.subscribe(["t"]);
+        // Adding partitions to an assigning consumer is fine.
+        let assign_again = reader.assign([("t", 2)], StartFrom::Earliest);
+        (after_subscribe, after_assign, assign_again)
+    });
+    assert_eq!(after_subscribe, Err(SubscribeError::Subscribed));
+    assert_eq!(after_assign, Err(SubscribeError::Assigned));
+    assert_eq!(assign_again, Ok(()));
+    assert!(after_subscribe
+        .unwrap_err()
+        .to_string()
+        .contains("subscribed"));
+}
+
+/// A consumer that assigns its partitions and commits into a group that has members gets
+/// UNKNOWN_MEMBER_ID from Kafka (its generation -1 commit is taken only by an empty group).
+/// It was reported as "the group rebalanced", which sends the user looking for a rebalance;
+/// the error now names the cause and the fix, and the members' offsets are untouched.
+#[test]
+fn an_assigning_consumer_committing_into_a_busy_group_is_told_why() {
+    let sim = sim(9);
+    let (commit, member_commit) = run(&sim, Duration::from_secs(60), async {
+        let p = producer();
+        produce(&p, 0, 5).await;
+        let mut member = consumer(&[("group.id", "busy"), ("enable.auto.commit", "false")]);
+        member.subscribe(["t"]).unwrap();
+        assigned(&mut member).await;
+        let mut reader = consumer(&[("group.id", "busy")]);
+        reader.assign([("t", 0)], StartFrom::Earliest).unwrap();
+        let mut n = 0;
+        while n < 5 {
+            if let Ok(ConsumerEvent::Record(_)) = reader.next_event().await {
+                n += 1;
+            }
+        }
+        let commit = reader.commit().await;
+        let member_commit = member.committed("t", 0).await;
+        (commit, member_commit)
+    });
+    assert_eq!(commit, Err(CommitError::GroupInUse("busy".into())));
+    assert_eq!(member_commit, Ok(None), "the group's offsets are untouched");
 }
 
 /// `subscribe` without `group.id` panicked inside the driver task, and the user saw only
@@ -314,7 +451,7 @@ fn an_unreachable_cluster_is_reported_within_default_api_timeout() {
             ("default.api.timeout.ms", "5000"),
         ])
         .unwrap();
-        c.assign([("t", 0)], StartFrom::Earliest);
+        c.assign([("t", 0)], StartFrom::Earliest).unwrap();
         let err = c.next_event().await;
         (err, simrt::now())
     });
@@ -338,7 +475,7 @@ fn an_assigned_partition_that_does_not_exist_is_reported() {
     let sim = sim(7);
     let err = run(&sim, Duration::from_secs(30), async {
         let mut c = consumer(&[]);
-        c.assign([("t", 7)], StartFrom::Earliest);
+        c.assign([("t", 7)], StartFrom::Earliest).unwrap();
         c.next_event().await
     });
     assert!(

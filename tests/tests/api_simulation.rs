@@ -73,11 +73,16 @@ fn seed_sweep() {
         sum.commits.1 += r.commits.1;
         sum.seeks += r.seeks;
         sum.drops += r.drops;
+        sum.own_consumed += r.own_consumed;
+        sum.outsider_commits.0 += r.outsider_commits.0;
+        sum.outsider_commits.1 += r.outsider_commits.1;
+        sum.admin_calls.0 += r.admin_calls.0;
+        sum.admin_calls.1 += r.admin_calls.1;
         sum.virtual_time += r.virtual_time;
         sum.polls += r.polls;
     }
     eprintln!(
-        "{} seeds in {:.1} s ({:.0} seeds/min; virtual/real time {:.0}x; {} task polls); {} records acknowledged, {} handed to members, {} acks=1 losses (permitted); {} stalls past max.poll.interval.ms, {} long waits in next_event, {} of {} manual commits succeeded, {} seeks, {} members dropped; faults {faults:?}",
+        "{} seeds in {:.1} s ({:.0} seeds/min; virtual/real time {:.0}x; {} task polls); {} records acknowledged, {} handed to members, {} acks=1 losses (permitted); {} stalls past max.poll.interval.ms, {} long waits in next_event, {} of {} manual commits succeeded, {} seeks, {} members dropped; {} records read by the assigning readers of group a, the outsider's commits into g refused as GroupInUse {} times and accepted into an empty group {} times; {} of {} admin calls answered in time; faults {faults:?}",
         reports.len(),
         wall.as_secs_f64(),
         reports.len() as f64 / wall.as_secs_f64() * 60.0,
@@ -92,6 +97,11 @@ fn seed_sweep() {
         sum.commits.0,
         sum.seeks,
         sum.drops,
+        sum.own_consumed,
+        sum.outsider_commits.0,
+        sum.outsider_commits.1,
+        sum.admin_calls.1,
+        sum.admin_calls.0,
     );
     if !failures.is_empty() {
         let lines: Vec<String> = failures
@@ -117,6 +127,10 @@ fn seed_sweep() {
         "{sum:?}"
     );
     assert!(sum.commits.1 > 0, "no manual commit succeeded: {sum:?}");
+    assert!(
+        sum.own_consumed > 0 && sum.outsider_commits.0 > 0 && sum.admin_calls.1 > 0,
+        "the assigning readers, the outsider or the operator did nothing: {sum:?}"
+    );
 }
 
 /// Replays one seed (`API_SIM_SEED`), writing its trace to `API_SIM_TRACE`; without it,
@@ -195,6 +209,23 @@ mod regressions {
         if let Err(f) = run(&Options::seed(seed)) {
             panic!("seed {seed}: {f}\n{}", replay_line(seed));
         }
+    }
+
+    /// An assigning reader's commit outlived default.api.timeout.ms by 4 s: after
+    /// NOT_COORDINATOR its FindCoordinator retry was never woken for outside the group, and a
+    /// passed retry time hid the commit's deadline from `poll_timeout` (kafka-core membership
+    /// and offsets).
+    #[test]
+    fn seed_145_a_commit_outside_the_group_ends_within_default_api_timeout() {
+        seed(145);
+    }
+
+    /// A reader that sought back got the records of the old position first: the driver had
+    /// handed them to an answer waiting on the handle before the seek (kafka-driver handle:
+    /// seek counts).
+    #[test]
+    fn seed_467_records_fetched_before_a_seek_are_dropped() {
+        seed(467);
     }
 
     /// A fetch answer from before a rebalance was taken for the reassigned partition beside

@@ -73,7 +73,8 @@ fn consume(
         (0..partitions).map(|p| (topic.to_string(), p)),
         StartFrom::Earliest,
         d.now(),
-    );
+    )
+    .unwrap();
     let events = d.run(&mut f, Duration::from_secs(60), |e| {
         let ends = e
             .iter()

@@ -282,7 +282,8 @@ fn an_idempotent_producer_and_a_group_through_kafka_faults() {
     // What the log holds, read from the start by a fresh consumer.
     let log: BTreeMap<(i32, i64), String> = runtime().block_on(async {
         let mut c = Consumer::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
-        c.assign((0..PARTITIONS).map(|p| (TOPIC, p)), StartFrom::Earliest);
+        c.assign((0..PARTITIONS).map(|p| (TOPIC, p)), StartFrom::Earliest)
+            .unwrap();
         let mut log = BTreeMap::new();
         let mut ended = BTreeSet::new();
         while ended.len() < PARTITIONS as usize {

@@ -202,7 +202,9 @@ fn we_read_exactly_what_java_writes_under_every_codec() {
         let got: BTreeMap<(i32, i64), Rec> = block_on(async {
             let mut consumer =
                 Consumer::from_map([("bootstrap.servers", c.bootstrap.as_str())]).unwrap();
-            consumer.assign((0..3).map(|p| (topic.as_str(), p)), StartFrom::Earliest);
+            consumer
+                .assign((0..3).map(|p| (topic.as_str(), p)), StartFrom::Earliest)
+                .unwrap();
             let mut out = BTreeMap::new();
             while out.len() < N {
                 let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())

@@ -104,7 +104,8 @@ fn rdkafka_read(bootstrap: &str, topic: &str, partitions: i32, n: usize) -> Vec<
 /// Reads `n` records from every partition with our consumer.
 async fn our_read(bootstrap: &str, topic: &str, partitions: i32, n: usize) -> Vec<Rec> {
     let mut c = Consumer::from_map([("bootstrap.servers", bootstrap)]).unwrap();
-    c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Earliest);
+    c.assign((0..partitions).map(|p| (topic, p)), StartFrom::Earliest)
+        .unwrap();
     let mut out = Vec::new();
     while out.len() < n {
         let r = tokio::time::timeout(Duration::from_secs(60), c.recv())

@@ -50,7 +50,7 @@ async fn example(BOOTSTRAP: &'static str) -> Result<(), Box<dyn Error>> {
 
     // Assign mode: chosen partitions from chosen positions.
     let mut consumer = Consumer::from_map([("bootstrap.servers", BOOTSTRAP)])?;
-    consumer.assign([("greetings", delivered.partition)], StartFrom::Earliest);
+    consumer.assign([("greetings", delivered.partition)], StartFrom::Earliest)?;
     let record = consumer.recv().await?;
 
     // A consumer group (classic protocol): range and cooperative-sticky, automatic commits.

@@ -15,7 +15,9 @@ use crate::net::{ConnId, Purpose, SendError};
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 
-/// Why [`Fetcher::subscribe`] refused.
+/// Why [`Fetcher::subscribe`] or [`Fetcher::assign`] refused. As in the Java client, a
+/// consumer either subscribes (the group decides its partitions) or assigns them itself, never
+/// both: partitions of both kinds would be fetched, committed and revoked under different rules.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SubscribeError {
@@ -25,12 +27,18 @@ pub enum SubscribeError {
     /// The topic list is empty.
     #[error("subscribe needs at least one topic")]
     NoTopics,
+    /// `assign` on a consumer that subscribed.
+    #[error("assign is refused: this consumer subscribed, so its group decides its partitions; read chosen partitions with a consumer that does not subscribe")]
+    Subscribed,
+    /// `subscribe` on a consumer that assigned partitions itself.
+    #[error("subscribe is refused: this consumer assigned partitions itself; join the group with a consumer that does not assign")]
+    Assigned,
 }
 
 /// The group side of a fetcher.
 #[derive(Debug)]
 pub(super) struct Group {
-    membership: Membership,
+    pub(super) membership: Membership,
     offsets: Offsets,
     auto_commit: bool,
     /// The automatic commit made before acknowledging a revocation.
@@ -81,6 +89,9 @@ impl Fetcher {
         if topics.is_empty() {
             return Err(SubscribeError::NoTopics);
         }
+        if !g.membership.is_subscribed() && !self.parts.is_empty() {
+            return Err(SubscribeError::Assigned);
+        }
         for t in &topics {
             self.metadata.use_topic(t, now);
         }
@@ -115,6 +126,47 @@ impl Fetcher {
             if self.parts.contains_key(&tp) || g.revoking.contains(&tp) {
                 g.offsets.consumed(&tp, next_offset, leader_epoch);
             }
+        }
+    }
+
+    /// Partitions of the consumer's own choosing start at the group's committed offsets: with
+    /// a `group.id` those are fetched (and auto-commit runs), without one `auto.offset.reset`
+    /// decides at once.
+    pub(super) fn start_from_committed(&mut self, tps: &[TopicPartition], now: Instant) {
+        match &mut self.group {
+            Some(g) => {
+                g.offsets.assigned(tps, now);
+                for tp in tps {
+                    if let Some(p) = self.parts.get_mut(tp) {
+                        p.awaiting_committed = true;
+                    }
+                }
+            }
+            None => {
+                for tp in tps {
+                    self.nothing_committed(tp);
+                }
+            }
+        }
+    }
+
+    /// A partition to start at its committed offset has none: `auto.offset.reset` decides.
+    fn nothing_committed(&mut self, tp: &TopicPartition) {
+        let Some(p) = self.parts.get_mut(tp) else {
+            return;
+        };
+        p.start = match self.cfg.auto_offset_reset {
+            OffsetReset::Earliest => StartFrom::Earliest,
+            // `none` also starts at the end, reported below.
+            _ => StartFrom::Latest,
+        };
+        if self.cfg.auto_offset_reset == OffsetReset::None {
+            p.stopped = true;
+            self.events.push_back(FetchEvent::Error {
+                topic: tp.0.clone(),
+                partition: tp.1,
+                error: super::FetchError::OffsetOutOfRange(-1),
+            });
         }
     }
 
@@ -202,11 +254,16 @@ impl Fetcher {
             .is_some_and(|g| g.membership.is_active())
     }
 
+    /// The group's next wake-up after now. Each part's time is taken only if still ahead: a
+    /// retry time already passed (waiting on the coordinator, say) must not hide a later
+    /// deadline (found by the simulation, seed 145: a commit outlived default.api.timeout.ms
+    /// by 4 s behind an offsets retry time that had passed).
     pub(super) fn group_timeout(&self) -> Option<Instant> {
         let g = self.group.as_ref()?;
         [g.membership.poll_timeout(), g.offsets.poll_timeout()]
             .into_iter()
             .flatten()
+            .filter(|t| *t > self.now)
             .min()
     }
 
@@ -361,7 +418,9 @@ impl Fetcher {
                 Ok(GroupEvent::Left) => self.events.push_back(FetchEvent::Left),
                 Err(OffsetEvent::Fetched(list)) => {
                     for (tp, committed) in list {
-                        let Some(p) = self.parts.get_mut(&tp) else {
+                        // A partition sought elsewhere meanwhile keeps the seek.
+                        let Some(p) = self.parts.get_mut(&tp).filter(|p| p.awaiting_committed)
+                        else {
                             continue;
                         };
                         p.awaiting_committed = false;
@@ -373,21 +432,7 @@ impl Fetcher {
                                 p.epoch = c.leader_epoch;
                                 p.validate = c.leader_epoch >= 0;
                             }
-                            None => {
-                                p.start = match self.cfg.auto_offset_reset {
-                                    OffsetReset::Earliest => StartFrom::Earliest,
-                                    // `none` also starts at the end, reported below.
-                                    _ => StartFrom::Latest,
-                                };
-                                if self.cfg.auto_offset_reset == OffsetReset::None {
-                                    p.stopped = true;
-                                    self.events.push_back(FetchEvent::Error {
-                                        topic: tp.0.clone(),
-                                        partition: tp.1,
-                                        error: super::FetchError::OffsetOutOfRange(-1),
-                                    });
-                                }
-                            }
+                            None => self.nothing_committed(&tp),
                         }
                     }
                 }

@@ -76,6 +76,9 @@ pub enum StartFrom {
     Latest,
     /// This offset.
     Offset(i64),
+    /// The consumer group's committed offset (`group.id`), or where `auto.offset.reset`
+    /// says when there is none: where a Java consumer starts a partition it assigns itself.
+    Committed,
 }
 
 /// Why a partition stopped or skipped data.
@@ -330,19 +333,35 @@ impl Fetcher {
         }
     }
 
-    /// Adds partitions to read, starting at `start`.
+    /// Adds partitions to read, starting at `start`. Refused on a consumer that subscribed
+    /// (its group decides its partitions).
     pub fn assign(
         &mut self,
         partitions: impl IntoIterator<Item = (String, i32)>,
         start: StartFrom,
         now: Instant,
-    ) {
+    ) -> Result<(), SubscribeError> {
+        if self
+            .group
+            .as_ref()
+            .is_some_and(|g| g.membership.is_subscribed())
+        {
+            return Err(SubscribeError::Subscribed);
+        }
+        let mut from_committed = Vec::new();
         for tp in partitions {
             self.metadata.use_topic(&tp.0, now);
             self.next_gen += 1;
-            self.parts.insert(tp, Self::part(start, self.next_gen));
+            self.parts
+                .insert(tp.clone(), Self::part(start, self.next_gen));
+            from_committed.push(tp);
         }
+        if start != StartFrom::Committed {
+            from_committed.clear();
+        }
+        self.start_from_committed(&from_committed, now);
         self.drive(now);
+        Ok(())
     }
 
     fn part(start: StartFrom, gen: u64) -> Part {
@@ -385,6 +404,9 @@ impl Fetcher {
                 _ => None,
             };
             self.seeked(&tp, to);
+            if start == StartFrom::Committed {
+                self.start_from_committed(&[tp], now);
+            }
         }
         self.drive(now);
     }

@@ -186,6 +186,11 @@ impl Membership {
         }
     }
 
+    /// Whether the member has a subscription (the group decides its partitions).
+    pub fn is_subscribed(&self) -> bool {
+        !self.topics.is_empty()
+    }
+
     /// The application asked for records (or is waiting for them): it is alive
     /// (`max.poll.interval.ms`). Returns true if that made the member rejoin the group, having
     /// left it when the application stopped polling: it has requests to send.
@@ -704,6 +709,11 @@ impl Membership {
     /// the member knows it is over); an expired session means the coordinator must be found
     /// again.
     pub fn handle_timeout(&mut self, now: Instant) {
+        // A retry time that passed is spent: requests check it against now, and kept it would
+        // stand before later deadlines in `poll_timeout`.
+        if self.retry_at.is_some_and(|t| t <= now) {
+            self.retry_at = None;
+        }
         if self.poll_deadline().is_some_and(|t| now > t) {
             // Leave, so the group can move on without waiting for the session to expire.
             // Polling again rejoins.
@@ -737,7 +747,12 @@ impl Membership {
     /// end. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
         if matches!(self.state, State::Idle | State::Left | State::Failed) {
-            return None;
+            // Outside the group the coordinator may still be wanted (for commits and offset
+            // lookups): a FindCoordinator that failed is retried at its time.
+            let wanted = self.want_coordinator && self.state != State::Failed;
+            return self
+                .retry_at
+                .filter(|_| wanted && self.pending.is_none() && self.coordinator.is_none());
         }
         let live = self.is_stable() && self.coordinator.is_some();
         let heartbeat = (live && self.pending.is_none()).then_some(self.next_heartbeat);

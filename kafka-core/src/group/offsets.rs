@@ -54,6 +54,11 @@ pub enum CommitError {
     /// The consumer is not in a group generation that may commit.
     #[error("not a member of a live group generation; no commit is possible")]
     NotMember,
+    /// A consumer that assigns its partitions itself committed into a group that has members
+    /// (Kafka answers UNKNOWN_MEMBER_ID): such commits are accepted only while the group is
+    /// empty, so that they cannot move the offsets of partitions a member owns.
+    #[error("group `{0}` has active members, so a consumer that assigns its partitions itself may not commit into it; use a group.id of its own")]
+    GroupInUse(String),
     /// Not done within `default.api.timeout.ms`; `last` is the last cause seen.
     #[error("not done within default.api.timeout.ms{}", last.as_deref().map(|l| format!(" (last: {l})")).unwrap_or_default())]
     Timeout {
@@ -137,6 +142,8 @@ pub struct Offsets {
     next_lookup: u64,
     commits: VecDeque<Commit>,
     committing: bool,
+    /// The commit in flight was sent outside group management (generation -1).
+    committing_outside: bool,
     next_commit: u64,
     next_auto: Option<Instant>,
     retry_backoff: Duration,
@@ -169,6 +176,7 @@ impl Offsets {
             next_lookup: 0,
             commits: VecDeque::new(),
             committing: false,
+            committing_outside: false,
             next_commit: 0,
             next_auto: None,
             retry_backoff,
@@ -302,6 +310,12 @@ impl Offsets {
             .clone()
             .or_else(|| fallback.map(str::to_owned));
         let expired = |d: Option<Instant>| d.is_some_and(|d| d <= now);
+        // A retry time that passed is spent (the request goes out when the coordinator is
+        // ready); kept, it would stand before every later deadline in `poll_timeout` (found
+        // by the simulation, seed 145: a commit outlived default.api.timeout.ms by 4 s).
+        if expired(self.retry_at) {
+            self.retry_at = None;
+        }
         let mut i = 0;
         while i < self.commits.len() {
             let c = &mut self.commits[i];
@@ -378,6 +392,7 @@ impl Offsets {
                     return self.poll_request(Some((generation, member_id)), now);
                 }
                 self.committing = true;
+                self.committing_outside = generation < 0;
                 let c = self.commits.front().expect("checked");
                 return Some(OffsetRequest::Commit(
                     self.commit_request(c, generation, member_id),
@@ -514,6 +529,9 @@ impl Offsets {
                     Some(e) if is_retriable_commit(e) => {
                         // Timed out already: its outcome went out.
                         self.note_error(e);
+                    }
+                    Some(ErrorCode::UnknownMemberId) if self.committing_outside => {
+                        self.finish(c, Err(CommitError::GroupInUse(self.group_id.clone())))
                     }
                     Some(
                         e @ (ErrorCode::RebalanceInProgress

@@ -47,6 +47,9 @@ pub(super) struct ConsumerSession {
     pub(super) shared: Arc<HandleShared>,
     /// The handle's count of calls when the session last looked.
     pub(super) seen_calls: u64,
+    /// Seeks done per partition, in the order the handle made them: an answer carries the
+    /// count, so that the handle drops records fetched before a seek it made since.
+    pub(super) seeks: BTreeMap<(String, i32), u64>,
 }
 
 impl ConsumerSession {
@@ -91,16 +94,27 @@ impl ConsumerSession {
                 self.waiting = Some(w);
                 return;
             };
-            let (bytes, revocations) = match &event {
+            let (bytes, revocations, seeks) = match &event {
                 FetchEvent::Records {
                     bytes,
                     topic,
                     partition,
                     ..
-                } => (*bytes, self.shared.revocations(topic, *partition)),
-                _ => (0, 0),
+                } => (
+                    *bytes,
+                    self.shared.revocations(topic, *partition),
+                    self.seeks
+                        .get(&(topic.clone(), *partition))
+                        .copied()
+                        .unwrap_or(0),
+                ),
+                _ => (0, 0, 0),
             };
-            match w.send(Handed { event, revocations }) {
+            match w.send(Handed {
+                event,
+                revocations,
+                seeks,
+            }) {
                 // The application holds it now: the prefetch budget has room again.
                 Ok(()) if bytes > 0 => self.core.release(bytes, now),
                 Ok(()) => {}
@@ -131,8 +145,12 @@ impl Session for ConsumerSession {
 
     fn command(&mut self, cmd: Command, now: Instant) {
         match cmd {
-            Command::Assign(ps, start) => self.core.assign(ps, start, now),
+            Command::Assign(ps, start) => {
+                // The handle checked the mode; the core's refusal cannot happen here.
+                let _ = self.core.assign(ps, start, now);
+            }
             Command::Seek(t, p, start) => {
+                *self.seeks.entry((t.clone(), p)).or_default() += 1;
                 self.drop_ready(&t, p, now);
                 self.core.seek(&t, p, start, now);
             }

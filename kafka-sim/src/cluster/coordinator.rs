@@ -463,7 +463,16 @@ impl Coordinator {
     pub(crate) fn commit(&mut self, req: &OffsetCommitRequest, now: SimTime) -> ResponseBody {
         let generation = req.generation_id_or_member_epoch;
         let error = match self.groups.get_mut(&req.group_id) {
-            _ if generation < 0 => 0, // a commit outside group management
+            // A commit outside group management (a consumer that assigns its partitions, or
+            // an admin): Kafka takes it only while the group has no members.
+            None if generation < 0 => 0,
+            Some(g) if generation < 0 && req.member_id.is_empty() => {
+                if g.members.is_empty() {
+                    0
+                } else {
+                    UNKNOWN_MEMBER_ID
+                }
+            }
             None => UNKNOWN_MEMBER_ID,
             Some(g) => match g.members.get_mut(&req.member_id) {
                 None => UNKNOWN_MEMBER_ID,

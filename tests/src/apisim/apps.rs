@@ -17,6 +17,8 @@ use kafka_driver::{
     SendError, StartFrom, Topic,
 };
 
+use super::operator::Known;
+use super::readers::OwnGroup;
 use crate::sim::apps::Dice;
 use crate::sim::Failure;
 use crate::simrt::{self, SimRuntime};
@@ -58,6 +60,21 @@ pub struct Ledger {
     pub rewinds: BTreeMap<i32, Vec<i64>>,
     /// Members dropped without `close`.
     pub drops: u64,
+    /// Group "a" of the assigning readers.
+    pub own: OwnGroup,
+    /// Per partition: offsets handed to the outsider (assigning under "g") and not yet
+    /// covered by a commit of its that the group accepted.
+    pub outsider_handed: BTreeMap<i32, BTreeSet<i64>>,
+    /// Commits of the outsider refused as `GroupInUse`.
+    pub refused_outsiders: u64,
+    /// Commits of the outsider accepted while "g" was empty.
+    pub accepted_outsiders: u64,
+    /// What the operator was told of the topics it created.
+    pub topics: Known,
+    /// The operator's task finished.
+    pub operator_done: bool,
+    /// Admin calls made, and those answered (not timed out).
+    pub admin_calls: (u64, u64),
     /// The first broken invariant an application found.
     pub failure: Option<Failure>,
     /// What the applications did, for the trace.
@@ -65,7 +82,8 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    fn fail(&mut self, message: String) {
+    /// Records the first broken invariant.
+    pub fn fail(&mut self, message: String) {
         if self.failure.is_none() {
             self.failure = Some(Failure::new(message));
         }

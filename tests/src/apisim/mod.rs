@@ -17,6 +17,17 @@
 //! - at the end, every member still running is in the group's stable generation (a member
 //!   that was dropped for stalling rejoins when it polls again);
 //! - `close` returns within its timeout, and nothing hangs.
+//!
+//! Beside the group, consumers that `assign` ([`readers`]): two readers in a group of their
+//! own ("a") split "t" between them, commit by hand, read their commits back, seek, pause and
+//! are dropped (another takes over from the committed offsets), and together read every
+//! record; an outsider assigns one partition under "g" itself, and its commits are refused
+//! with `CommitError::GroupInUse` while the group has members. Their invariants: records only
+//! of assigned partitions, none twice without a seek, "a"'s commits forward and just past a
+//! record handed, `subscribe` after `assign` refused, and every commit and lookup ended within
+//! `default.api.timeout.ms`. An operator ([`operator`]) describes the cluster and creates and
+//! deletes topics through the faults; each call ends within `default.api.timeout.ms`, and the
+//! cluster ends as its answers said.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -34,8 +45,11 @@ use crate::sim::{Failure, Options};
 use crate::simrt::{Sim, TaskId};
 
 pub mod apps;
+pub mod operator;
+pub mod readers;
 
 use apps::{Ledger, MemberCtl, Sent, Shared};
+use readers::{ReaderCtl, OWN_GROUP};
 
 /// Producers send until then; faults stop then too.
 const STOP_SENDING: Duration = Duration::from_secs(6);
@@ -75,6 +89,19 @@ pub struct Report {
     pub seeks: u64,
     /// Members dropped without close.
     pub drops: u64,
+    /// Records handed to the readers of group "a".
+    pub own_consumed: u64,
+    /// The outsider's commits into "g" refused as `GroupInUse`, and accepted (the group was
+    /// empty).
+    pub outsider_commits: (u64, u64),
+    /// Admin calls made, and those answered in time.
+    pub admin_calls: (u64, u64),
+}
+
+struct Reader {
+    ctl: Rc<ReaderCtl>,
+    group: &'static str,
+    partitions: Vec<i32>,
 }
 
 struct Member {
@@ -93,6 +120,7 @@ struct Run {
     sim: Sim,
     shared: Shared,
     members: Vec<Member>,
+    readers: Vec<Reader>,
     seed: u64,
     cooperative: bool,
     trace_on: bool,
@@ -140,6 +168,42 @@ impl Run {
             ctl,
             crashed: false,
         });
+    }
+
+    fn add_reader(&mut self, group: &'static str, partitions: Vec<i32>) {
+        let id = self.readers.len();
+        let ctl = Rc::new(ReaderCtl::default());
+        let task = self.sim.spawn_app(readers::reader(
+            id,
+            self.seed,
+            group,
+            partitions.clone(),
+            ctl.clone(),
+            self.shared.clone(),
+        ));
+        self.note(format!(
+            "reader {id} of group {group} assigns t-{partitions:?} (task {task})"
+        ));
+        self.readers.push(Reader {
+            ctl,
+            group,
+            partitions,
+        });
+    }
+
+    /// A reader of "a" that was dropped is followed by another on its partitions.
+    fn replace_dropped_readers(&mut self) {
+        let dropped: Vec<usize> = (0..self.readers.len())
+            .filter(|i| {
+                let c = &self.readers[*i].ctl;
+                c.dropped.get() && c.finished.get()
+            })
+            .collect();
+        for i in dropped {
+            self.readers[i].ctl.dropped.set(false);
+            let (group, partitions) = (self.readers[i].group, self.readers[i].partitions.clone());
+            self.add_reader(group, partitions);
+        }
     }
 
     fn live(&self) -> Vec<usize> {
@@ -241,8 +305,16 @@ impl Run {
                     .collect::<Vec<_>>()
             ));
         }
+        if !l.operator_done {
+            why.push("the operator is still running".into());
+        }
         let w = self.sim.wire();
         why.extend(unread(&w.cluster, &l.handed));
+        why.extend(
+            unread(&w.cluster, &l.own.handed)
+                .into_iter()
+                .map(|m| format!("{m} by the readers of group {OWN_GROUP}")),
+        );
         let live = self.live().len();
         let (members, stable) = w.cluster.group_members("g");
         if !stable || members.len() != live {
@@ -270,6 +342,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
         sim: Sim::new(seed, cluster, NetConfig::default()),
         shared: Rc::new(RefCell::new(Ledger::default())),
         members: Vec::new(),
+        readers: Vec::new(),
         seed,
         cooperative: seed % 2 == 1,
         trace_on: opts.trace,
@@ -318,6 +391,12 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
     for _ in 0..2 {
         run.add_member();
     }
+    for partitions in readers::own_split(seed) {
+        run.add_reader(OWN_GROUP, partitions);
+    }
+    run.add_reader("g", vec![(seed / 3 % 3) as i32]);
+    run.sim
+        .spawn_app(operator::operator(seed, stop, run.shared.clone()));
     let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END));
     let mut counts = FaultCounts::default();
     let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
@@ -331,13 +410,24 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
         {
             let mut l = run.shared.borrow_mut();
             let l = &mut *l;
+            let cluster = &run.sim.wire().cluster;
             commits_move_forward(
-                &run.sim.wire().cluster,
-                &l.handed,
+                cluster,
+                "g",
+                &[&l.handed, &l.outsider_handed],
                 &mut l.rewinds,
                 &mut committed,
             )?;
+            let own = &mut l.own;
+            commits_move_forward(
+                cluster,
+                OWN_GROUP,
+                &[&own.handed],
+                &mut own.rewinds,
+                &mut own.seen,
+            )?;
         }
+        run.replace_dropped_readers();
         // Members that left on their own (dropped) are replaced, so two at least run.
         while run.live().len() < 2 {
             run.add_member();
@@ -387,11 +477,16 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
             run.apply(f, &mut counts);
         }
     }
-    // Every member still running closes, within its timeout.
+    // Every member and reader still running closes, within its timeout.
     for m in &run.members {
         m.ctl.leave.set(true);
     }
-    let done = || run.members.iter().all(|m| !m.running());
+    for r in &run.readers {
+        r.ctl.leave.set(true);
+    }
+    let done = || {
+        run.members.iter().all(|m| !m.running()) && run.readers.iter().all(|r| r.ctl.finished.get())
+    };
     let closing = run.sim.run_until(done, Duration::from_secs(30));
     run.collect_notes();
     if let Some(f) = run.shared.borrow_mut().failure.take() {
@@ -482,6 +577,10 @@ fn check_final(run: &Run) -> Result<Report, Failure> {
         }
     }
     one_owner_per_generation(&w.cluster)?;
+    operator::check_cluster(&w.cluster, &l.topics).map_err(Failure::new)?;
+    report.own_consumed = l.own.handed.values().map(|h| h.len() as u64).sum();
+    report.outsider_commits = (l.refused_outsiders, l.accepted_outsiders);
+    report.admin_calls = l.admin_calls;
     report.consumed = l.consumed;
     report.stalls = l.stalls;
     report.long_waits = l.long_waits;

@@ -314,25 +314,27 @@ fn check_commits(
 ) -> Result<(), Failure> {
     commits_move_forward(
         &w.cluster,
-        &ledger.borrow().handed,
+        "g",
+        &[&ledger.borrow().handed],
         &mut BTreeMap::new(),
         seen,
     )
 }
 
-/// Group "g"'s committed offsets of "t" never move backwards (`seen` holds the last ones),
-/// and each is just past a record some member was `handed`.
+/// A group's committed offsets of "t" never move backwards (`seen` holds the last ones),
+/// and each is just past a record one of the `handed` sets holds.
 ///
 /// A member that seeked back may move it back once per seek, to no lower than where it
 /// seeked (`rewinds`, used up as they allow a move).
 pub fn commits_move_forward(
     cluster: &SimCluster,
-    handed: &BTreeMap<i32, BTreeSet<i64>>,
+    group: &str,
+    handed: &[&BTreeMap<i32, BTreeSet<i64>>],
     rewinds: &mut BTreeMap<i32, Vec<i64>>,
     seen: &mut BTreeMap<i32, i64>,
 ) -> Result<(), Failure> {
     for p in 0..PARTITIONS {
-        let Some((offset, _)) = cluster.committed_offset("g", "t", p) else {
+        let Some((offset, _)) = cluster.committed_offset(group, "t", p) else {
             continue;
         };
         let before = seen.insert(p, offset).unwrap_or(0);
@@ -342,15 +344,17 @@ pub fn commits_move_forward(
             seeks.swap_remove(i);
         } else if offset < before {
             return Err(Failure::new(format!(
-                "t-{p}: the committed offset moved back from {before} to {offset}"
+                "t-{p}: the committed offset of group {group} moved back from {before} to {offset}"
             )));
         }
         if offset > before
             && offset > 0
-            && !handed.get(&p).is_some_and(|h| h.contains(&(offset - 1)))
+            && !handed
+                .iter()
+                .any(|h| h.get(&p).is_some_and(|h| h.contains(&(offset - 1))))
         {
             return Err(Failure::new(format!(
-                "t-{p}: offset {offset} committed, but record {} was never handed out",
+                "t-{p}: offset {offset} committed in group {group}, but record {} was never handed out",
                 offset - 1
             )));
         }
