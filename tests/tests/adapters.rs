@@ -422,6 +422,9 @@ macro_rules! suite {
                         ),
                         "{again}"
                     );
+                    // Kafka answers CreateTopics once its controller committed the topic; the
+                    // broker answering Metadata applies that a moment later.
+                    described(&admin, "adm", true).await;
                     let md = admin.metadata(Some(&["adm"])).await.unwrap();
                     assert_eq!(md.brokers.len(), 1);
                     assert_eq!(md.brokers[0].addr.to_string(), broker.addr);
@@ -435,9 +438,32 @@ macro_rules! suite {
                     let all = admin.metadata(None).await.unwrap();
                     assert!(all.topics.iter().any(|t| t.name == "adm"));
                     admin.delete_topic("adm").await.unwrap();
-                    let md = admin.metadata(None).await.unwrap();
-                    assert!(!md.topics.iter().any(|t| t.name == "adm"), "{md:?}");
+                    described(&admin, "adm", false).await;
                 })
+            }
+
+            /// Waits until the cluster's description shows `topic` (or no longer does), for
+            /// 10 s at most: Kafka's brokers apply their controller's changes a moment after it
+            /// answered.
+            async fn described(admin: &Admin, topic: &str, exists: bool) {
+                let what = format!(
+                    "metadata showing {topic} {}",
+                    if exists { "created" } else { "deleted" }
+                );
+                within(Duration::from_secs(10), &what, async {
+                    loop {
+                        let md = admin.metadata(None).await.unwrap();
+                        let found = md
+                            .topics
+                            .iter()
+                            .any(|t| t.name == topic && t.error.is_none());
+                        if found == exists {
+                            return;
+                        }
+                        async_io::Timer::after(Duration::from_millis(50)).await;
+                    }
+                })
+                .await
             }
 
             #[test]

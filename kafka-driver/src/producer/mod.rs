@@ -285,30 +285,36 @@ impl<R> std::fmt::Debug for Producer<R> {
     }
 }
 
+/// The state a producer's handle and its driver session share, and the session.
+fn parts(config: ProducerConfig, wall_clock_us: fn() -> i64) -> (Arc<Shared>, ProducerSession) {
+    let shared = Arc::new(Shared {
+        core: Mutex::new(Locked {
+            producer: kafka_core::Producer::new(config),
+            wall: WallClock {
+                read: wall_clock_us,
+                read_at: None,
+            },
+            armed: None,
+        }),
+        pending: Mutex::new(Pending::default()),
+        memory: event_listener::Event::new(),
+        stopped: AtomicBool::new(false),
+    });
+    let session = ProducerSession {
+        shared: shared.clone(),
+        flushes: BTreeMap::new(),
+        closers: Vec::new(),
+        finished: false,
+    };
+    (shared, session)
+}
+
 impl<R: Runtime> Producer<R> {
     /// Starts a producer's driver. Nothing connects until the first send.
     pub fn new(config: ProducerConfig) -> Self {
         let (tx, rx) = mpsc::unbounded();
         let max_block = config.max_block;
-        let shared = Arc::new(Shared {
-            core: Mutex::new(Locked {
-                producer: kafka_core::Producer::new(config),
-                wall: WallClock {
-                    read: R::wall_clock_us,
-                    read_at: None,
-                },
-                armed: None,
-            }),
-            pending: Mutex::new(Pending::default()),
-            memory: event_listener::Event::new(),
-            stopped: AtomicBool::new(false),
-        });
-        let session = ProducerSession {
-            shared: shared.clone(),
-            flushes: BTreeMap::new(),
-            closers: Vec::new(),
-            finished: false,
-        };
+        let (shared, session) = parts(config, R::wall_clock_us);
         R::spawn(driver::run::<R, _>(session, rx));
         Producer {
             commands: tx,
@@ -599,25 +605,7 @@ mod tests {
     #[allow(clippy::disallowed_methods)] // a real thread races the test's lock
     fn a_send_racing_the_driver_shutdown_still_resolves() {
         let config = ProducerConfig::from_map([("bootstrap.servers", "b:9092")]).unwrap();
-        let shared = Arc::new(Shared {
-            core: Mutex::new(Locked {
-                producer: kafka_core::Producer::new(config),
-                wall: WallClock {
-                    read: crate::runtime::os_clock::wall_clock_us,
-                    read_at: None,
-                },
-                armed: None,
-            }),
-            pending: Mutex::new(Pending::default()),
-            memory: event_listener::Event::new(),
-            stopped: AtomicBool::new(false),
-        });
-        let session = ProducerSession {
-            shared: shared.clone(),
-            flushes: BTreeMap::new(),
-            closers: Vec::new(),
-            finished: false,
-        };
+        let (shared, session) = parts(config, crate::runtime::os_clock::wall_clock_us);
         // `send`: the core's lock, then `stopped`...
         let core = shared.core();
         assert!(!shared.stopped.load(Ordering::Acquire));

@@ -39,6 +39,7 @@ use kafka_sim::{ClusterConfig, NetConfig};
 
 use crate::sim::check::{
     commits_move_forward, log_by_value, older_versions, one_owner_per_generation, unread,
+    written_once_in_order,
 };
 use crate::sim::faults::{Fault, FaultCounts, Faults};
 use crate::sim::{Failure, Options};
@@ -558,21 +559,7 @@ fn check_final(run: &Run) -> Result<Report, Failure> {
                 }
             }
             if idempotent {
-                if copies.len() > 1 {
-                    return Err(Failure::new(format!(
-                        "producer {producer} (idempotent): record {n} written {} times: {copies:?}",
-                        copies.len()
-                    )));
-                }
-                if let Some((p, o)) = copies.first() {
-                    if let Some((before, m)) = last_per_partition.insert(*p, (*o, *n)) {
-                        if before > *o {
-                            return Err(Failure::new(format!(
-                                "producer {producer}: t-{p} holds record {n} at {o}, before record {m} at {before}: out of send order"
-                            )));
-                        }
-                    }
-                }
+                written_once_in_order(*producer, *n, copies, &mut last_per_partition)?;
             }
         }
     }

@@ -380,6 +380,33 @@ fn unsettled(w: &World, ledger: &Rc<RefCell<Ledger>>) -> String {
     why.join("; ")
 }
 
+/// An idempotent producer's record `n` is in the log at most once (`copies`), after every
+/// record it sent before to the same partition (`last_per_partition`: the last seen offset and
+/// record number of each).
+pub fn written_once_in_order(
+    producer: usize,
+    n: u64,
+    copies: &[(i32, i64)],
+    last_per_partition: &mut BTreeMap<i32, (i64, u64)>,
+) -> Result<(), Failure> {
+    if copies.len() > 1 {
+        return Err(Failure::new(format!(
+            "producer {producer} (idempotent): record {n} written {} times: {copies:?}",
+            copies.len()
+        )));
+    }
+    if let Some((p, o)) = copies.first() {
+        if let Some((before, m)) = last_per_partition.insert(*p, (*o, n)) {
+            if before > *o {
+                return Err(Failure::new(format!(
+                    "producer {producer}: t-{p} holds record {n} at {o}, before record {m} at {before}: out of send order"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The partitions of "t" with committed records no member was `handed`.
 pub fn unread(cluster: &SimCluster, handed: &BTreeMap<i32, BTreeSet<i64>>) -> Vec<String> {
     let mut why = Vec::new();
@@ -482,21 +509,7 @@ fn check_final(
                 _ => unreachable!("a variant this test does not know"),
             }
             if idempotent {
-                if copies.len() > 1 {
-                    return Err(Failure::new(format!(
-                        "producer {producer} (idempotent): record {n} written {} times: {copies:?}",
-                        copies.len()
-                    )));
-                }
-                if let Some((p, o)) = copies.first() {
-                    if let Some((before, m)) = last_per_partition.insert(*p, (*o, *n)) {
-                        if before > *o {
-                            return Err(Failure::new(format!(
-                                "producer {producer}: t-{p} holds record {n} at {o}, before record {m} at {before}: out of send order"
-                            )));
-                        }
-                    }
-                }
+                written_once_in_order(*producer, *n, copies, &mut last_per_partition)?;
             }
         }
     }
