@@ -231,7 +231,15 @@ public class KafkaPeer {
             }
             System.out.flush();
             if (seen < count) {
-                System.err.println("only " + seen + " of " + count + " records within " + timeoutS + " s");
+                // What the consumer holds and where it stands, so that a shortfall can be told
+                // apart from a broker that has nothing more.
+                StringBuilder where = new StringBuilder();
+                for (TopicPartition tp : c.assignment()) {
+                    where.append(" ").append(tp).append(" at ").append(c.position(tp, Duration.ofSeconds(5)));
+                }
+                System.err.println("only " + seen + " of " + count + " records within " + timeoutS
+                        + " s; assignment and positions:" + where + "; log ends: "
+                        + c.endOffsets(c.assignment(), Duration.ofSeconds(5)));
                 System.exit(1);
             }
             if (p.containsKey("group.id")) {
