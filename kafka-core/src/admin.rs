@@ -318,10 +318,13 @@ impl Admin {
 
     /// When to call [`Admin::handle_timeout`] next. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        // A retry time that passed is not a wake-up: the request waits for a connection,
+        // whose events wake the client (returned, it made the driver spin; found by the
+        // simulation, seed 1169).
         let ops = self
             .ops
             .values()
-            .flat_map(|o| [Some(o.deadline), o.retry_at])
+            .flat_map(|o| [Some(o.deadline), o.retry_at.filter(|t| *t > self.now)])
             .flatten();
         self.net.poll_timeout().into_iter().chain(ops).min()
     }

@@ -149,7 +149,7 @@ impl Executor {
             if n > limit {
                 self.tasks.borrow_mut().insert(id, task);
                 return Err(format!(
-                    "live-lock: {limit} task polls at {:?} without the clock moving",
+                    "live-lock: {limit} task polls at {:?} without the clock moving (the last: task {id})",
                     self.now()
                 ));
             }
