@@ -427,10 +427,18 @@ pub fn sweep<T: Send>(
                         r.1.push((seed, format!("panicked: {msg}")));
                     }
                 }
+                // Said at once, so that a long sweep cut short still tells what it found.
+                if let Some((failed, message)) = r.1.last().filter(|f| f.0 == seed) {
+                    eprintln!("  seed {failed} FAILED: {message}");
+                }
+                let failed = r.1.len();
                 drop(r);
                 let k = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if k.is_multiple_of(250) || k == n {
-                    eprintln!("  {k}/{n} seeds in {:.1} s", began.elapsed().as_secs_f64());
+                    eprintln!(
+                        "  {k}/{n} seeds in {:.1} s, {failed} failed",
+                        began.elapsed().as_secs_f64()
+                    );
                 }
             });
         }
