@@ -211,6 +211,15 @@ mod regressions {
         }
     }
 
+    /// A member that lost its partitions while its application stalled, and was given one
+    /// back in a new generation, auto-committed what it had consumed in the old tenure over
+    /// the newer commit of the partition's owner in between (kafka-core offsets: a new tenure
+    /// forgets earlier consumed offsets; 14 of the 18 such seeds of the sweep's first 57,477).
+    #[test]
+    fn seed_1925_a_new_tenure_does_not_commit_an_old_tenures_offsets() {
+        seed(1925);
+    }
+
     /// The admin client spun: an operation whose retry time had passed while it waited for
     /// a connection kept that time as its next wake-up (kafka-core admin; 137 of the first
     /// 57,477 seeds of the 100,000-seed sweep live-locked on it).

@@ -189,6 +189,11 @@ impl Offsets {
 
     /// Partitions were assigned: their committed offsets are needed.
     pub fn assigned(&mut self, tps: &[TopicPartition], now: Instant) {
+        // A new tenure reads on from the committed offset: what was consumed in an earlier
+        // one (a loss the application never saw) must not be committed over it.
+        for tp in tps {
+            self.consumed.remove(tp);
+        }
         self.to_fetch.extend(tps.iter().cloned());
         if let Some(every) = self.auto_commit {
             self.next_auto.get_or_insert(now + every);
