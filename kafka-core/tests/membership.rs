@@ -312,6 +312,31 @@ fn an_illegal_generation_or_unknown_member_loses_the_partitions() {
 }
 
 #[test]
+fn a_rejoin_refused_as_unknown_member_loses_what_it_still_claimed() {
+    let mut m = membership(&[]);
+    join(&mut m, "cooperative-sticky", &[tp("t", 0), tp("t", 1)]);
+    request(&mut m, ms(500));
+    m.handle_response(heartbeat(Some(ErrorCode::RebalanceInProgress)), ms(500));
+    let (_, r) = request(&mut m, ms(500));
+    assert!(matches!(r, GroupRequest::JoinGroup(_)), "{r:?}");
+    // The session expired meanwhile: the group went on without us.
+    m.handle_response(join_error(ErrorCode::UnknownMemberId, "me"), ms(500));
+    assert_eq!(
+        events(&mut m),
+        [GroupEvent::Lost(vec![tp("t", 0), tp("t", 1)])],
+        "partitions the group gave away are lost, not kept"
+    );
+    let (_, r) = request(&mut m, ms(500));
+    let GroupRequest::JoinGroup(j) = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(j.member_id, "", "joins as a new member");
+    let sub = payload::decode_member("new", None, &j.protocols[1].metadata).unwrap();
+    assert!(sub.owned.is_empty(), "claims nothing: {:?}", sub.owned);
+    assert_eq!(sub.generation, -1);
+}
+
+#[test]
 fn sync_errors_rejoin() {
     for (code, lost) in [
         (ErrorCode::RebalanceInProgress, false),

@@ -195,7 +195,7 @@ impl Membership {
     /// (`max.poll.interval.ms`). Returns true if that made the member rejoin the group, having
     /// left it when the application stopped polling: it has requests to send.
     pub fn polled(&mut self, now: Instant) -> bool {
-        self.last_poll = now;
+        self.last_poll = self.last_poll.max(now);
         if self.state == State::Left && std::mem::take(&mut self.rejoin_on_poll) {
             // Left after max.poll.interval.ms: polling again rejoins, as in Java.
             self.member_id.clear();
@@ -635,10 +635,11 @@ impl Membership {
                 self.member_id = r.member_id;
                 self.state = State::NeedJoin;
             }
-            Some(ErrorCode::UnknownMemberId) => {
-                self.member_id.clear();
-                self.state = State::NeedJoin;
-            }
+            // The coordinator removed us (the session expired): what we owned went to
+            // others in a generation we were not part of. A cooperative member that rejoined
+            // still claiming it would be handed it back as though kept, reading and committing
+            // on from where it was (found by the simulation, seed 4619).
+            Some(ErrorCode::UnknownMemberId) => self.lose(true),
             Some(e) if is_coordinator_error(e) => {
                 self.coordinator_gone();
                 self.state = State::NeedJoin;
@@ -746,13 +747,24 @@ impl Membership {
     /// retry, the next heartbeat (which also checks `max.poll.interval.ms`), or the session's
     /// end. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines().min()
+    }
+
+    /// Every time the membership wants to be woken at, which [`Membership::poll_timeout`] is
+    /// the earliest of. Some may have passed (a heartbeat due while its connection is being
+    /// made): a caller that skips passed times must skip them one by one, for the earliest
+    /// one passed would hide the rest (found by the simulation, seed 5201: a heartbeat due
+    /// during a broker's crash hid the `max.poll.interval.ms` deadline, and a stalled member
+    /// kept its partitions 0.5 s past it).
+    pub fn deadlines(&self) -> impl Iterator<Item = Instant> {
         if matches!(self.state, State::Idle | State::Left | State::Failed) {
             // Outside the group the coordinator may still be wanted (for commits and offset
             // lookups): a FindCoordinator that failed is retried at its time.
             let wanted = self.want_coordinator && self.state != State::Failed;
-            return self
+            let retry = self
                 .retry_at
                 .filter(|_| wanted && self.pending.is_none() && self.coordinator.is_none());
+            return [retry, None, None, None].into_iter().flatten();
         }
         let live = self.is_stable() && self.coordinator.is_some();
         let heartbeat = (live && self.pending.is_none()).then_some(self.next_heartbeat);
@@ -760,10 +772,7 @@ impl Membership {
         let retry = self.retry_at.filter(|_| self.pending.is_none());
         // Just past the deadline: it expires when passed, not reached.
         let poll = self.poll_deadline().map(|t| t + Duration::from_nanos(1));
-        [retry, heartbeat, session, poll]
-            .into_iter()
-            .flatten()
-            .min()
+        [retry, heartbeat, session, poll].into_iter().flatten()
     }
 }
 
