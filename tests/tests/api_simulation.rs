@@ -211,6 +211,25 @@ mod regressions {
         }
     }
 
+    /// A cooperative member whose session expired was refused its rejoin as
+    /// UNKNOWN_MEMBER_ID, joined again as a new member still claiming its partitions, was
+    /// handed one back as though kept, and committed its old position over the new owner's
+    /// (kafka-core membership: a JoinGroup refused as UNKNOWN_MEMBER_ID loses the partitions).
+    #[test]
+    fn seed_4619_a_rejoin_refused_as_unknown_member_loses_the_partitions() {
+        seed(4619);
+    }
+
+    /// A member whose application stalled 4.52 s (max.poll.interval.ms 4 s) kept its
+    /// partitions and was handed more records: a heartbeat due while the coordinator's broker
+    /// was down had passed, and the fetcher skipped the membership's whole wake-up time for it,
+    /// the max.poll.interval.ms deadline with it (kafka-core: passed times are skipped one by
+    /// one).
+    #[test]
+    fn seed_5201_max_poll_interval_counts_from_the_call_not_from_when_it_was_noticed() {
+        seed(5201);
+    }
+
     /// A member that lost its partitions while its application stalled, and was given one
     /// back in a new generation, auto-committed what it had consumed in the old tenure over
     /// the newer commit of the partition's owner in between (kafka-core offsets: a new tenure

@@ -104,10 +104,16 @@ impl Fetcher {
     /// (`max.poll.interval.ms`). Cheap: call it as often as the application polls. A member
     /// that left the group because the application had stopped polling rejoins.
     pub fn polled(&mut self, now: Instant) {
+        self.polled_at(now, now);
+    }
+
+    /// As [`Fetcher::polled`], for a poll at `at` (no later than `now`) that is noticed only
+    /// now: `max.poll.interval.ms` counts from `at`, so that noticing late never stretches it.
+    pub fn polled_at(&mut self, at: Instant, now: Instant) {
         if self
             .group
             .as_mut()
-            .is_some_and(|g| g.membership.polled(now))
+            .is_some_and(|g| g.membership.polled(at.min(now)))
         {
             self.drive(now);
         }
@@ -260,9 +266,11 @@ impl Fetcher {
     /// by 4 s behind an offsets retry time that had passed).
     pub(super) fn group_timeout(&self) -> Option<Instant> {
         let g = self.group.as_ref()?;
-        [g.membership.poll_timeout(), g.offsets.poll_timeout()]
-            .into_iter()
-            .flatten()
+        // Passed times are skipped one by one: the earliest passed one must not hide the
+        // rest (seed 5201).
+        g.membership
+            .deadlines()
+            .chain(g.offsets.deadlines())
             .filter(|t| *t > self.now)
             .min()
     }

@@ -661,6 +661,12 @@ impl Offsets {
 
     /// The next automatic commit, retry or deadline. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines().min()
+    }
+
+    /// Every time the offsets want to be woken at, passed ones included (see
+    /// [`crate::group::membership::Membership::deadlines`]).
+    pub fn deadlines(&self) -> impl Iterator<Item = Instant> + '_ {
         let commits = self
             .commits
             .iter()
@@ -677,7 +683,6 @@ impl Offsets {
             .chain(commits)
             .chain(lookups)
             .chain(looking)
-            .min()
     }
 }
 

@@ -69,8 +69,11 @@ pub(crate) struct Handed {
 /// application polls, and the partitions revoked or lost.
 #[derive(Default)]
 pub(crate) struct HandleShared {
-    /// Calls of `next_event`, `recv` and `recv_batch`.
-    calls: AtomicU64,
+    /// When `next_event`, `recv` or `recv_batch` was last called, in the runtime's
+    /// nanoseconds (0: never). A time, not a count: a call served from the handle's buffer
+    /// sends the session nothing, so the session notices it only when it next wakes, and
+    /// `max.poll.interval.ms` counts from the call, not from then.
+    last_call: AtomicU64,
     /// The handle waits for the session's answer: the application is polling.
     waiting: AtomicBool,
     /// Revocations and losses so far, over all partitions (the handle looks at `revoked`
@@ -81,8 +84,8 @@ pub(crate) struct HandleShared {
 }
 
 impl HandleShared {
-    fn calls(&self) -> u64 {
-        self.calls.load(Ordering::Relaxed)
+    fn last_call(&self) -> u64 {
+        self.last_call.load(Ordering::Relaxed)
     }
 
     fn is_waiting(&self) -> bool {
@@ -274,7 +277,7 @@ impl<R: Runtime> Consumer<R> {
             closers: Vec::new(),
             finished: false,
             shared: shared.clone(),
-            seen_calls: 0,
+            seen_call: 0,
             seeks: BTreeMap::new(),
         };
         R::spawn(driver::run::<R, _>(session, rx));
@@ -539,7 +542,8 @@ impl<R: Runtime> Consumer<R> {
 
     /// The next record or event. Cancel-safe: dropping the future loses nothing.
     pub async fn next_event(&mut self) -> Result<ConsumerEvent, ConsumeError> {
-        self.shared.calls.fetch_add(1, Ordering::Relaxed);
+        let now = R::now().as_nanos().max(1);
+        self.shared.last_call.fetch_max(now, Ordering::Relaxed);
         loop {
             if let Some(e) = self.deferred.take() {
                 return Err(e);

@@ -45,8 +45,8 @@ pub(super) struct ConsumerSession {
     pub(super) finished: bool,
     /// What the handle shares with the session.
     pub(super) shared: Arc<HandleShared>,
-    /// The handle's count of calls when the session last looked.
-    pub(super) seen_calls: u64,
+    /// The handle's last call (runtime nanoseconds) when the session last looked.
+    pub(super) seen_call: u64,
     /// Seeks done per partition, in the order the handle made them: an answer carries the
     /// count, so that the handle drops records fetched before a seek it made since.
     pub(super) seeks: BTreeMap<(String, i32), u64>,
@@ -136,10 +136,14 @@ impl Session for ConsumerSession {
     fn refresh(&mut self, now: Instant) {
         // The application polls while it calls the handle or waits in it: that keeps it in
         // its group past max.poll.interval.ms, and brings it back after a stall.
-        let calls = self.shared.calls();
-        if calls != self.seen_calls || self.shared.is_waiting() {
-            self.seen_calls = calls;
+        if self.shared.is_waiting() {
             self.core.polled(now);
+        } else {
+            let call = self.shared.last_call();
+            if call > self.seen_call {
+                self.seen_call = call;
+                self.core.polled_at(Instant::from_nanos(call).min(now), now);
+            }
         }
     }
 
