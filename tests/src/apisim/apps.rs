@@ -22,6 +22,7 @@ use super::readers::OwnGroup;
 use crate::sim::apps::Dice;
 use crate::sim::Failure;
 use crate::simrt::{self, SimRuntime};
+use kafka_core::Instant;
 
 /// What happened to one record a producer sent.
 #[derive(Debug, Clone)]
@@ -75,6 +76,9 @@ pub struct Ledger {
     pub operator_done: bool,
     /// Admin calls made, and those answered (not timed out).
     pub admin_calls: (u64, u64),
+    /// Per partition of "t" that has been without a leader: `None` while it still is, else
+    /// when it got one back. A reader may be told "no leader known" only near such a time.
+    pub leaderless: BTreeMap<i32, Option<Instant>>,
     /// The first broken invariant an application found.
     pub failure: Option<Failure>,
     /// What the applications did, for the trace.

@@ -419,6 +419,22 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
                 &mut l.rewinds,
                 &mut committed,
             )?;
+            let now = run.sim.now();
+            for p in 0..cluster.partition_count("t").unwrap_or(0) as i32 {
+                match (cluster.leader("t", p), l.leaderless.get(&p)) {
+                    (None, Some(None)) => {}
+                    (None, _) => {
+                        l.leaderless.insert(p, None);
+                        l.notes.push(format!("t-{p} has no leader"));
+                    }
+                    (Some(n), Some(None)) => {
+                        l.leaderless.insert(p, Some(now));
+                        l.notes
+                            .push(format!("t-{p} has a leader again: broker {n}"));
+                    }
+                    (Some(_), _) => {}
+                }
+            }
             let own = &mut l.own;
             commits_move_forward(
                 cluster,

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use kafka_driver::{CommitError, Consumer, StartFrom, SubscribeError};
+use kafka_driver::{CommitError, ConsumeError, Consumer, FetchError, StartFrom, SubscribeError};
 
 use super::apps::{bootstrap, Shared};
 use crate::sim::apps::Dice;
@@ -175,6 +175,31 @@ async fn read(
                 };
                 let records = match got {
                     Some(Ok(records)) => records,
+                    // Told once per default.api.timeout.ms that a partition has no known
+                    // leader; the consumer keeps trying. True only around a time the
+                    // cluster had none (the report waits behind the records fetched before
+                    // it: seconds, for a slow reader).
+                    Some(Err(ConsumeError::Partition {
+                        partition,
+                        error: FetchError::NotAvailable { .. },
+                        ..
+                    })) => {
+                        let mut l = shared.borrow_mut();
+                        let near = match l.leaderless.get(&partition) {
+                            Some(None) => true,
+                            Some(Some(back)) => simrt::now() <= *back + 4 * API_TIMEOUT,
+                            None => false,
+                        };
+                        if !near {
+                            return Err(format!(
+                                "{me}: told t-{partition} has no leader, which it had all along (since {:?})",
+                                l.leaderless.get(&partition)
+                            ));
+                        }
+                        l.notes
+                            .push(format!("{me} told t-{partition} has no known leader"));
+                        continue;
+                    }
                     Some(Err(e)) => return Err(format!("{me}: recv_batch failed: {e}")),
                     None => continue,
                 };
