@@ -449,6 +449,55 @@ fn a_report_about_a_partition_no_longer_held_is_not_committed() {
     );
 }
 
+/// A revocation the application never acknowledged, because it stalled past
+/// max.poll.interval.ms, stayed open after the membership was lost: a late report of what it
+/// had taken was accepted, its acknowledgement queued a commit, and that commit went out in the
+/// member's next generation, moving the group's offset back over the commits of the owners in
+/// between (found by the user-API simulation, seed 24694, which shows the commit). The
+/// revocation is void now: its partitions are reported lost (before the fix this test saw no
+/// `Lost`), and nothing of them is committed.
+#[test]
+fn a_revocation_left_unacknowledged_past_max_poll_interval_is_void() {
+    let cluster = SingleBroker::new("broker", 9092, 2);
+    let mut h = Harness::with(&cluster, "void", &[("max.poll.interval.ms", "4000")]);
+    h.f.subscribe(vec!["t".into()], h.now).unwrap();
+    h.advance_to(Instant::from_millis(500));
+    let both = vec![("t".to_string(), 0), ("t".to_string(), 1)];
+    assert!(h.events.contains(&FetchEvent::Assigned(both.clone())));
+    // A new subscription rebalances; eager, so everything is revoked first...
+    let now = h.now;
+    h.f.subscribe(vec!["t".into(), "u".into()], now).unwrap();
+    h.advance_to(now + Duration::from_millis(100));
+    assert!(h.events.contains(&FetchEvent::Revoking(both.clone())));
+    // ...and the application stalls without acknowledging it.
+    h.advance_to(Instant::from_millis(6000));
+    let revoking = h
+        .events
+        .iter()
+        .position(|e| *e == FetchEvent::Revoking(both.clone()));
+    let lost = h
+        .events
+        .iter()
+        .position(|e| *e == FetchEvent::Lost(both.clone()));
+    assert!(
+        lost > revoking,
+        "the unfinished revocation is reported lost: {:?}",
+        h.events
+    );
+    // It comes back: reports what it took, acknowledges, polls, and rejoins.
+    h.f.consumed("t", 1, 42, -1);
+    let now = h.now;
+    h.f.ack_revocation(now);
+    h.f.polled(now);
+    h.advance_to(now + Duration::from_secs(3));
+    assert!(h.f.is_group_member());
+    assert_eq!(
+        cluster.committed("void", "t", 1),
+        None,
+        "nothing of the void revocation was committed in the new generation"
+    );
+}
+
 /// A consumer either subscribes or assigns (as in Java): the core refuses the other, so that
 /// no partition is fetched and committed outside the group's rules.
 #[test]

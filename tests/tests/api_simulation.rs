@@ -211,6 +211,17 @@ mod regressions {
         }
     }
 
+    /// A member whose application stalled past max.poll.interval.ms with an eager revocation
+    /// unacknowledged kept the revocation open after its membership was lost; the report of
+    /// what it had taken in an earlier tenure, sent when it came back, was accepted, and its
+    /// acknowledgement's commit went out in its next generation, moving t-1 back from 3082 to
+    /// 1208 (kafka-core: the revocation is void and reported lost; kafka-driver: reports carry
+    /// their tenure, and one from an earlier tenure is dropped; either fix alone passes it).
+    #[test]
+    fn seed_24694_a_stale_report_is_not_committed_in_a_later_generation() {
+        seed(24694);
+    }
+
     /// A cooperative member whose session expired was refused its rejoin as
     /// UNKNOWN_MEMBER_ID, joined again as a new member still claiming its partitions, was
     /// handed one back as though kept, and committed its old position over the new owner's

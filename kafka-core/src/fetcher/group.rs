@@ -385,14 +385,16 @@ impl Fetcher {
 
     /// Handles the sub-machines' events; returns whether there were any.
     fn group_events(&mut self, now: Instant) -> bool {
-        let mut any = false;
+        let mut any = self.void_revocation();
         loop {
             let Some(g) = &mut self.group else { return any };
             let event = match g.membership.poll_event() {
                 Some(e) => Some(Ok(e)),
                 None => g.offsets.poll_event().map(Err),
             };
-            let Some(event) = event else { return any };
+            let Some(event) = event else {
+                return self.void_revocation() || any;
+            };
             any = true;
             match event {
                 Ok(GroupEvent::Assigned(tps)) => {
@@ -471,6 +473,23 @@ impl Fetcher {
                 }
             }
         }
+    }
+
+    /// A revocation the application had not finished when the membership was lost (it
+    /// stalled past max.poll.interval.ms, or the session expired) is void: its partitions are
+    /// lost, not handed over, and what was consumed of them must not go out in a later
+    /// generation's commit (found by the simulation, seed 24694). Returns whether it was.
+    fn void_revocation(&mut self) -> bool {
+        let Some(g) = &mut self.group else {
+            return false;
+        };
+        if g.revoking.is_empty() || g.membership.is_revoking() {
+            return false;
+        }
+        let gone = std::mem::take(&mut g.revoking);
+        g.offsets.removed(&gone);
+        self.events.push_back(FetchEvent::Lost(gone));
+        true
     }
 
     /// As the group leader: assign the subscribed topics' partitions. A topic with no

@@ -295,6 +295,14 @@ impl Membership {
         self.coordinator.as_ref()
     }
 
+    /// Whether a [`GroupEvent::Revoking`] awaits [`Membership::revoked`].
+    pub fn is_revoking(&self) -> bool {
+        matches!(
+            self.state,
+            State::RevokingAfterSync | State::RevokingBeforeJoin
+        )
+    }
+
     /// Whether the member owns partitions in a live generation (commits are allowed).
     pub fn is_stable(&self) -> bool {
         matches!(

@@ -47,8 +47,9 @@ pub struct ConsumerRecord {
 }
 
 /// What the application has consumed since the driver last heard: (topic, partition, next
-/// offset, leader epoch of the record before it).
-type Progress = Vec<(String, i32, i64, i32)>;
+/// offset, leader epoch of the record before it, the partition's revocation count when the
+/// records were handed over: which tenure they belong to).
+type Progress = Vec<(String, i32, i64, i32, u64)>;
 
 /// A rebalance listener (see [`Consumer::on_rebalance`]).
 type RebalanceListener = Box<dyn FnMut(&ConsumerEvent) + Send>;
@@ -230,7 +231,7 @@ pub struct Consumer<R> {
     deferred: Option<ConsumeError>,
     max_poll_records: usize,
     /// Next offsets of records returned since the driver last heard: what commits carry.
-    progress: BTreeMap<(Arc<str>, i32), (i64, i32)>,
+    progress: BTreeMap<(Arc<str>, i32), (i64, i32, u64)>,
     /// The driver's answer to the last request for events, until it is taken.
     asked: Option<oneshot::Receiver<Handed>>,
     /// Shared with the session.
@@ -279,6 +280,7 @@ impl<R: Runtime> Consumer<R> {
             shared: shared.clone(),
             seen_call: 0,
             seeks: BTreeMap::new(),
+            revoking: BTreeSet::new(),
         };
         R::spawn(driver::run::<R, _>(session, rx));
         Consumer {
@@ -356,7 +358,7 @@ impl<R: Runtime> Consumer<R> {
     fn take_progress(&mut self) -> Progress {
         std::mem::take(&mut self.progress)
             .into_iter()
-            .map(|((t, p), (o, e))| (t.to_string(), p, o, e))
+            .map(|((t, p), (o, e, tenure))| (t.to_string(), p, o, e, tenure))
             .collect()
     }
 
@@ -516,6 +518,7 @@ impl<R: Runtime> Consumer<R> {
                     (
                         record.offset.saturating_add(1),
                         reading.leader_epoch.unwrap_or(-1),
+                        reading.revocations,
                     ),
                 );
                 Some(Ok(record))

@@ -2,7 +2,7 @@
 //! handle asks, answers commits and closes, and drops what it holds of partitions revoked or
 //! lost before the handle can return any more of their records.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use futures_channel::oneshot;
@@ -50,6 +50,8 @@ pub(super) struct ConsumerSession {
     /// Seeks done per partition, in the order the handle made them: an answer carries the
     /// count, so that the handle drops records fetched before a seek it made since.
     pub(super) seeks: BTreeMap<(String, i32), u64>,
+    /// Partitions whose revocation the application has not acknowledged yet.
+    pub(super) revoking: BTreeSet<(String, i32)>,
 }
 
 impl ConsumerSession {
@@ -82,9 +84,18 @@ impl ConsumerSession {
         self.core.release(dropped, now);
     }
 
+    /// What the application took. A report from an earlier tenure of the partition (lost
+    /// and assigned again while the report waited in the handle, as when the application
+    /// stalled) is dropped: committed in the new tenure, it would move the group's offset back
+    /// over commits made by the owners in between (found by the simulation, seed 24694). The
+    /// tenure being revoked still reports, until the application acknowledges.
     fn consumed(&mut self, progress: Progress) {
-        for (t, p, o, e) in progress {
-            self.core.consumed(&t, p, o, e);
+        for (t, p, o, e, tenure) in progress {
+            let now = self.shared.revocations(&t, p);
+            let revoking = tenure + 1 == now && self.revoking.contains(&(t.clone(), p));
+            if tenure == now || revoking {
+                self.core.consumed(&t, p, o, e);
+            }
         }
     }
 
@@ -207,6 +218,7 @@ impl Session for ConsumerSession {
             }
             Command::AckRevocation(progress) => {
                 self.consumed(progress);
+                self.revoking.clear();
                 self.core.ack_revocation(now);
             }
             Command::Close(progress, reply) => {
@@ -240,8 +252,18 @@ impl Session for ConsumerSession {
                 self.finished = true;
             }
             ev => {
-                if let FetchEvent::Revoking(tps) | FetchEvent::Lost(tps) = &ev {
-                    self.drop_partitions(tps, now);
+                match &ev {
+                    FetchEvent::Revoking(tps) => {
+                        self.drop_partitions(tps, now);
+                        self.revoking.extend(tps.iter().cloned());
+                    }
+                    FetchEvent::Lost(tps) => {
+                        self.drop_partitions(tps, now);
+                        for tp in tps {
+                            self.revoking.remove(tp);
+                        }
+                    }
+                    _ => {}
                 }
                 self.ready.push_back(ev);
                 self.hand_over(now);
