@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use kafka_tokio::{Admin, AdminError, ClusterMetadata, ErrorCode, NewTopic, TopicMetadata};
 
+/// How long an unknown topic is asked about again before the command says it does not exist.
+const SETTLE: Duration = Duration::from_secs(2);
+/// The pause between two such questions.
+const RETRY: Duration = Duration::from_millis(100);
+
 /// A failed command: one line for stderr.
 pub type CliResult<T> = Result<T, String>;
 
@@ -51,7 +56,30 @@ impl Cluster {
     }
 
     /// One topic's metadata, or an error that says how to create it.
+    ///
+    /// A topic created a moment ago by another tool may not have reached the broker that answers
+    /// yet (KRaft brokers apply the controller's record a little after CreateTopics returns), so
+    /// an unknown topic is asked about again for up to [`SETTLE`] before the command gives up.
     pub async fn topic(&self, name: &str) -> CliResult<TopicMetadata> {
+        let until = tokio::time::Instant::now() + SETTLE.min(self.timeout);
+        loop {
+            match self.lookup(name).await? {
+                Some(t) => return Ok(t),
+                None if tokio::time::Instant::now() < until => {
+                    tokio::time::sleep(RETRY).await;
+                }
+                None => {
+                    return Err(format!(
+                        "topic '{name}' does not exist; create it with: kafka-cli -b {} topic create {name} --partitions N",
+                        self.brokers
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The topic's metadata, `None` while the broker does not know it.
+    async fn lookup(&self, name: &str) -> CliResult<Option<TopicMetadata>> {
         let md = self.metadata(Some(&[name])).await?;
         let t = md
             .topics
@@ -59,21 +87,37 @@ impl Cluster {
             .find(|t| t.name == name)
             .ok_or_else(|| format!("the broker did not describe topic '{name}'"))?;
         match t.error {
-            None if !t.partitions.is_empty() => Ok(t),
-            None | Some(ErrorCode::UnknownTopicOrPartition) => Err(format!(
-                "topic '{name}' does not exist; create it with: kafka-cli -b {} topic create {name} --partitions N",
-                self.brokers
-            )),
+            None if !t.partitions.is_empty() => Ok(Some(t)),
+            None | Some(ErrorCode::UnknownTopicOrPartition) => Ok(None),
             Some(e) => Err(format!("topic '{name}': {e}")),
         }
     }
 
+    /// Creates the topic and waits, within `--timeout`, until the cluster describes it with a
+    /// leader for every partition, so that the next command (produce, consume) finds it.
     pub async fn create(&self, topic: NewTopic) -> CliResult<()> {
         let name = topic.name.clone();
         self.admin
             .create_topic(topic)
             .await
-            .map_err(|e| format!("creating topic '{name}': {}", self.explain(e)))
+            .map_err(|e| format!("creating topic '{name}': {}", self.explain(e)))?;
+        let until = tokio::time::Instant::now() + self.timeout;
+        loop {
+            let ready = self
+                .lookup(&name)
+                .await?
+                .is_some_and(|t| t.partitions.iter().all(|p| p.leader.is_some()));
+            if ready {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= until {
+                return Err(format!(
+                    "topic '{name}' was created, but the cluster did not show a leader for each of its partitions within {}s; try the next command again in a moment",
+                    self.timeout.as_secs()
+                ));
+            }
+            tokio::time::sleep(RETRY).await;
+        }
     }
 
     pub async fn delete(&self, name: &str) -> CliResult<()> {
