@@ -61,20 +61,33 @@ impl Cluster {
     /// yet (KRaft brokers apply the controller's record a little after CreateTopics returns), so
     /// an unknown topic is asked about again for up to [`SETTLE`] before the command gives up.
     pub async fn topic(&self, name: &str) -> CliResult<TopicMetadata> {
-        let until = tokio::time::Instant::now() + SETTLE.min(self.timeout);
+        self.wait_for(name, SETTLE.min(self.timeout), |_| true)
+            .await?
+            .ok_or_else(|| {
+                format!(
+                    "topic '{name}' does not exist; create it with: kafka-cli -b {} topic create {name} --partitions N",
+                    self.brokers
+                )
+            })
+    }
+
+    /// Asks about the topic, at least once, until `ready` holds of its metadata or `within`
+    /// passes: the metadata that satisfied it, or `None`.
+    async fn wait_for(
+        &self,
+        name: &str,
+        within: Duration,
+        ready: impl Fn(&TopicMetadata) -> bool,
+    ) -> CliResult<Option<TopicMetadata>> {
+        let until = tokio::time::Instant::now() + within;
         loop {
-            match self.lookup(name).await? {
-                Some(t) => return Ok(t),
-                None if tokio::time::Instant::now() < until => {
-                    tokio::time::sleep(RETRY).await;
-                }
-                None => {
-                    return Err(format!(
-                        "topic '{name}' does not exist; create it with: kafka-cli -b {} topic create {name} --partitions N",
-                        self.brokers
-                    ))
-                }
+            if let Some(t) = self.lookup(name).await?.filter(|t| ready(t)) {
+                return Ok(Some(t));
             }
+            if tokio::time::Instant::now() >= until {
+                return Ok(None);
+            }
+            tokio::time::sleep(RETRY).await;
         }
     }
 
@@ -101,22 +114,13 @@ impl Cluster {
             .create_topic(topic)
             .await
             .map_err(|e| format!("creating topic '{name}': {}", self.explain(e)))?;
-        let until = tokio::time::Instant::now() + self.timeout;
-        loop {
-            let ready = self
-                .lookup(&name)
-                .await?
-                .is_some_and(|t| t.partitions.iter().all(|p| p.leader.is_some()));
-            if ready {
-                return Ok(());
-            }
-            if tokio::time::Instant::now() >= until {
-                return Err(format!(
-                    "topic '{name}' was created, but the cluster did not show a leader for each of its partitions within {}s; try the next command again in a moment",
-                    self.timeout.as_secs()
-                ));
-            }
-            tokio::time::sleep(RETRY).await;
+        let leaders = |t: &TopicMetadata| t.partitions.iter().all(|p| p.leader.is_some());
+        match self.wait_for(&name, self.timeout, leaders).await? {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "topic '{name}' was created, but the cluster did not show a leader for each of its partitions within {}s; try the next command again in a moment",
+                self.timeout.as_secs()
+            )),
         }
     }
 
