@@ -17,6 +17,11 @@ pub struct Cli {
     /// Seconds to wait for the cluster before giving up on metadata and admin calls.
     #[arg(long, global = true, default_value_t = 10)]
     pub timeout: u64,
+    /// A client config, key=value (repeatable), for every command: security
+    /// (`security.protocol=SASL_SSL`, `sasl.mechanism=SCRAM-SHA-512`, `ssl.ca.location=...`)
+    /// and the producer's or consumer's settings (`acks=all`, `linger.ms=5`).
+    #[arg(short = 'X', long = "config", global = true)]
+    pub config: Vec<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -106,8 +111,8 @@ pub struct ProduceArgs {
     /// Compression codec.
     #[arg(short = 'z', long = "compression", value_enum)]
     pub compression: Option<Codec>,
-    /// A producer config, key=value (repeatable), for example acks=all or linger.ms=5.
-    #[arg(short = 'X', long = "config")]
+    /// The global -X settings (filled in from [`Cli::config`]).
+    #[arg(skip)]
     pub config: Vec<String>,
 }
 
@@ -136,8 +141,8 @@ pub struct ConsumeArgs {
     /// %h headers, %K key length, %S value length, %% percent; \n and \t escapes.
     #[arg(short = 'f', long, default_value = "%s\\n")]
     pub format: String,
-    /// A consumer config, key=value (repeatable).
-    #[arg(short = 'X', long = "config")]
+    /// The global -X settings (filled in from [`Cli::config`]).
+    #[arg(skip)]
     pub config: Vec<String>,
 }
 
@@ -154,8 +159,8 @@ pub enum PerfCommand {
         /// Value size in bytes.
         #[arg(short = 's', long, default_value_t = 100)]
         size: usize,
-        /// A producer config, key=value (repeatable).
-        #[arg(short = 'X', long = "config")]
+        /// The global -X settings (filled in from [`Cli::config`]).
+        #[arg(skip)]
         config: Vec<String>,
         /// One JSON object on stdout instead of the summary.
         #[arg(long)]
@@ -172,8 +177,8 @@ pub enum PerfCommand {
         /// Reads through this consumer group instead of assigning every partition.
         #[arg(short = 'G', long = "group")]
         group: Option<String>,
-        /// A consumer config, key=value (repeatable).
-        #[arg(short = 'X', long = "config")]
+        /// The global -X settings (filled in from [`Cli::config`]).
+        #[arg(skip)]
         config: Vec<String>,
         /// One JSON object on stdout instead of the summary.
         #[arg(long)]
@@ -187,7 +192,16 @@ pub fn settings(raw: &[String]) -> Result<Vec<(String, String)>, String> {
         .map(|kv| {
             kv.split_once('=')
                 .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
-                .ok_or_else(|| format!("-X {kv}: expected key=value"))
+                .ok_or_else(|| {
+                    // A malformed setting may hold a secret (`sasl.password:...`): never echo
+                    // one that looks like it.
+                    let lower = kv.to_ascii_lowercase();
+                    let secret = ["password", "secret", "jaas", "token", "key"]
+                        .iter()
+                        .any(|w| lower.contains(w));
+                    let shown = if secret { "<redacted>" } else { kv.as_str() };
+                    format!("-X {shown}: expected key=value")
+                })
         })
         .collect()
 }

@@ -21,14 +21,17 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn new(brokers: &str, timeout: Duration) -> CliResult<Cluster> {
+    /// The admin client for `brokers`, with the global `-X` settings (security, and any
+    /// producer or consumer settings, which the admin client notes and ignores).
+    pub fn new(brokers: &str, config: &[String], timeout: Duration) -> CliResult<Cluster> {
         let ms = timeout.as_millis().to_string();
-        let admin = Admin::from_map([
-            ("bootstrap.servers", brokers),
-            ("default.api.timeout.ms", ms.as_str()),
-            ("request.timeout.ms", ms.as_str()),
-        ])
-        .map_err(|e| format!("-b {brokers}: {e}"))?;
+        let mut map: Vec<(String, String)> = vec![
+            ("bootstrap.servers".into(), brokers.into()),
+            ("default.api.timeout.ms".into(), ms.clone()),
+            ("request.timeout.ms".into(), ms),
+        ];
+        map.extend(crate::args::settings(config)?);
+        let admin = Admin::from_map(map).map_err(|e| format!("config: {e}"))?;
         Ok(Cluster {
             admin,
             brokers: brokers.to_owned(),

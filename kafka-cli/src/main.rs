@@ -60,7 +60,8 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> CliResult<()> {
-    let cluster = Cluster::new(&cli.brokers, Duration::from_secs(cli.timeout))?;
+    let cluster = Cluster::new(&cli.brokers, &cli.config, Duration::from_secs(cli.timeout))?;
+    let global = cli.config;
     match cli.command {
         Command::Metadata { topic, json } => {
             let topics: Option<Vec<&str>> = topic.as_deref().map(|t| vec![t]);
@@ -95,18 +96,25 @@ async fn run(cli: Cli) -> CliResult<()> {
             eprintln!("deleted topic '{name}'");
             Ok(())
         }
-        Command::Produce(a) => produce::produce(&cluster, &cli.brokers, a).await,
-        Command::Consume(a) => consume::consume(&cluster, &cli.brokers, a).await,
+        Command::Produce(mut a) => {
+            a.config = global;
+            produce::produce(&cluster, &cli.brokers, a).await
+        }
+        Command::Consume(mut a) => {
+            a.config = global;
+            consume::consume(&cluster, &cli.brokers, a).await
+        }
         Command::Perf {
             what:
                 PerfCommand::Produce {
                     topic,
                     count,
                     size,
-                    config,
+                    config: _,
                     json,
                 },
         } => {
+            let config = global;
             let a = produce::PerfArgs {
                 topic,
                 count,
@@ -122,10 +130,11 @@ async fn run(cli: Cli) -> CliResult<()> {
                     topic,
                     count,
                     group,
-                    config,
+                    config: _,
                     json,
                 },
         } => {
+            let config = global;
             let a = consume::PerfArgs {
                 topic,
                 count,

@@ -181,6 +181,9 @@ pub enum AdminError {
     /// The broker does not support the request at any version we speak.
     #[error(transparent)]
     Unsupported(#[from] NegotiationError),
+    /// A connection could not authenticate (SASL or TLS): fatal to the operation, as in Java.
+    #[error(transparent)]
+    Authentication(crate::net::AuthError),
     /// The admin client was closed (dropped), or its driver stopped, before the answer.
     #[error("the admin client is closed")]
     Closed,
@@ -334,6 +337,20 @@ impl Admin {
         let now = self.now;
         while let Some(e) = self.net.poll_event() {
             self.on_event(e, now);
+        }
+        if let Some(e) = self.net.take_auth_failure() {
+            // Operations waiting for a connection fail; one with a request in flight is
+            // answered on a connection that did authenticate.
+            let waiting: Vec<OpId> = self
+                .ops
+                .iter()
+                .filter(|(_, o)| !o.in_flight)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in waiting {
+                let o = self.ops.remove(&id).expect("listed above");
+                self.finish(id, o, AdminError::Authentication(e.clone()));
+            }
         }
         // An operation ends at its deadline even with a request in flight (whose answer is
         // then ignored): the caller hears within default.api.timeout.ms, as in Java.

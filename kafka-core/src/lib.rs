@@ -70,6 +70,7 @@ pub mod net;
 pub mod partitioner;
 pub mod producer;
 mod rng;
+pub mod sasl;
 pub mod time;
 pub mod topic;
 

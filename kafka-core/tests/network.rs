@@ -35,6 +35,7 @@ fn cfg(seed: u64) -> NetConfig {
         max_idle: Duration::from_secs(540),
         max_in_flight: 5,
         seed,
+        security: Default::default(),
     }
 }
 

@@ -239,7 +239,11 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                             queue: VecDeque::new(),
                         },
                     );
-                    self.session.with_core(|c| c.handle_connected(conn, now));
+                    let wall = u64::try_from(R::wall_clock_us() / 1_000_000).unwrap_or(0);
+                    self.session.with_core(|c| {
+                        c.handle_wall_clock(wall);
+                        c.handle_connected(conn, now)
+                    });
                 }
                 Err(e) => {
                     let error = ConnectError::from_io(&e);

@@ -29,6 +29,7 @@ pub trait Machine {
     fn received(&mut self, c: ConnId, data: &[u8], now: Instant);
     fn closed(&mut self, c: ConnId, now: Instant);
     fn timeout(&mut self, now: Instant);
+    fn wall_clock(&mut self, unix_secs: u64);
     fn poll(&mut self) -> Option<Step<Self::Event>>;
     fn next_timeout(&self) -> Option<Instant>;
 }
@@ -52,6 +53,9 @@ macro_rules! machine {
             fn timeout(&mut self, now: Instant) {
                 self.handle_timeout(now)
             }
+            fn wall_clock(&mut self, unix_secs: u64) {
+                self.handle_wall_clock(unix_secs)
+            }
             fn poll(&mut self) -> Option<Step<$ev>> {
                 use $out as O;
                 self.poll_output().map(|o| match o {
@@ -73,6 +77,11 @@ machine!(Fetcher, FetchEvent, fetcher::Output);
 pub struct Driver {
     start: std::time::Instant,
     conns: BTreeMap<ConnId, TcpStream>,
+    /// How many connections the machine asked for.
+    pub connects: usize,
+    /// The wall clock passed to the machine (seconds since the Unix epoch): the real one
+    /// unless a test sets another.
+    pub wall_clock: Option<u64>,
 }
 
 impl Default for Driver {
@@ -80,6 +89,8 @@ impl Default for Driver {
         Driver {
             start: std::time::Instant::now(),
             conns: BTreeMap::new(),
+            connects: 0,
+            wall_clock: None,
         }
     }
 }
@@ -108,6 +119,14 @@ impl Driver {
                     Step::Event(e) => events.push(e),
                     Step::Transmit(Transmit::Connect { conn, addr }) => {
                         let now = self.now();
+                        self.connects += 1;
+                        let wall = self.wall_clock.unwrap_or_else(|| {
+                            std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .expect("after 1970")
+                                .as_secs()
+                        });
+                        m.wall_clock(wall);
                         let stream = (addr.host.as_str(), addr.port)
                             .to_socket_addrs()
                             .ok()

@@ -19,9 +19,14 @@ fn script() -> PathBuf {
 
 /// Runs `scripts/kafka ARGS`, returning its stdout; panics with its stderr on failure.
 fn run(args: &[&str]) -> String {
+    run_env(args, &[])
+}
+
+fn run_env(args: &[&str], env: &[(&str, String)]) -> String {
     let out = Command::new("bash")
         .arg(script())
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stderr(Stdio::piped())
         .output()
         .expect("run scripts/kafka (needs bash)");
@@ -69,6 +74,19 @@ impl Cluster {
     /// Starts `nodes` nodes with these listeners (the first must be PLAINTEXT) and extra
     /// server settings (`key=value`).
     pub fn start_with(nodes: usize, listeners: &str, configs: &[&str]) -> Cluster {
+        Self::start_secure(nodes, listeners, "", "", configs)
+    }
+
+    /// [`Cluster::start_with`], with server properties for the security listeners
+    /// (keystores, JAAS: appended to each node's `server.properties`) and SCRAM users
+    /// (`name=password,...`, created when the storage is formatted).
+    pub fn start_secure(
+        nodes: usize,
+        listeners: &str,
+        security_props: &str,
+        scram_users: &str,
+        configs: &[&str],
+    ) -> Cluster {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = repo_root().join("target/kafka").join(format!(
             "test-{}-{}",
@@ -93,7 +111,19 @@ impl Cluster {
             args.push("--config");
             args.push(c);
         }
-        let bootstrap = run(&args);
+        let mut env = Vec::new();
+        if !security_props.is_empty() {
+            // Beside the cluster's directory, which `start` empties.
+            std::fs::create_dir_all(dir.parent().expect("under target/kafka"))
+                .expect("target/kafka");
+            let props = dir.with_extension("security.properties");
+            std::fs::write(&props, security_props).expect("write the security properties");
+            env.push(("KAFKA_SECURITY_PROPS", props.to_string_lossy().into_owned()));
+        }
+        if !scram_users.is_empty() {
+            env.push(("KAFKA_SCRAM_USERS", scram_users.to_owned()));
+        }
+        let bootstrap = run_env(&args, &env);
         Cluster {
             dir,
             bootstrap,

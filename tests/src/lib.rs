@@ -6,5 +6,6 @@ pub mod blocking;
 pub mod broker;
 pub mod brokers;
 pub mod kafka;
+pub mod pki;
 pub mod sim;
 pub mod simrt;

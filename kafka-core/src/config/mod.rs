@@ -7,6 +7,9 @@ mod consumer;
 pub mod java_keys;
 mod parse;
 mod producer;
+mod security;
+#[cfg(feature = "tls")]
+mod tls;
 
 use thiserror::Error;
 
@@ -15,6 +18,11 @@ pub use assignors::{Assignor, RebalanceProtocol};
 pub use consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 pub use parse::HostPort;
 pub use producer::{Acks, MetadataRecoveryStrategy, ProducerConfig, ProducerConfigBuilder};
+pub use security::{
+    SaslMechanism, SaslSettings, Secret, SecurityConfig, SecurityProtocol, TlsSettings,
+};
+#[cfg(feature = "tls")]
+pub use tls::TlsClient;
 
 /// A configuration key or value was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -65,6 +73,8 @@ macro_rules! config_table {
         #[derive(Debug, Clone, PartialEq)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty, )*
+            /// `security.protocol`, SASL and TLS (`sasl.*`, `ssl.*`).
+            pub security: $crate::config::SecurityConfig,
             /// The keys that were set explicitly (Java treats defaults and explicit values differently).
             explicit: std::collections::BTreeSet<&'static str>,
             /// Keys accepted without effect (another client's, or Java keys this client has
@@ -80,6 +90,7 @@ macro_rules! config_table {
             fn defaults() -> Self {
                 $name {
                     $( $field: ($parse)($key, $default).expect(concat!("the default of ", $key, " parses")), )*
+                    security: $crate::config::SecurityConfig::defaults(),
                     explicit: Default::default(),
                     notes: Vec::new(),
                 }
@@ -117,6 +128,10 @@ macro_rules! config_table {
                 let mut c = Self::defaults();
                 for (k, v) in map {
                     let key = k.as_ref().trim();
+                    if let Some(r) = c.security.set(key, v.as_ref()) {
+                        r?;
+                        continue;
+                    }
                     match c.set(key, v.as_ref()) {
                         Err($crate::config::ConfigError::UnknownKey { .. })
                             if $crate::config::java_keys::note($client, key).is_some() =>
@@ -127,6 +142,7 @@ macro_rules! config_table {
                         other => other?,
                     }
                 }
+                c.security.finish()?;
                 if c.bootstrap_servers.is_empty() {
                     return Err($crate::config::ConfigError::InvalidValue {
                         key: "bootstrap.servers",

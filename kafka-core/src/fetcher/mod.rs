@@ -182,6 +182,9 @@ pub enum FetchEvent {
         /// The last connection problem seen, if any.
         last: Option<String>,
     },
+    /// A connection could not authenticate (SASL or TLS): Java's consumer throws this from
+    /// `poll`. The consumer keeps trying, with backoff, in case the credentials are fixed.
+    AuthenticationFailed(crate::net::AuthError),
     /// A partition error.
     Error {
         /// The topic.
@@ -499,6 +502,9 @@ impl Fetcher {
         if self.net.take_node_failure() {
             // A broker's connection failed: its leaderships may have moved.
             self.metadata.request_update();
+        }
+        if let Some(e) = self.net.take_auth_failure() {
+            self.events.push_back(FetchEvent::AuthenticationFailed(e));
         }
         for (tp, p) in &mut self.parts {
             self.metadata.use_topic(&tp.0, now);

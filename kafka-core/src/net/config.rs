@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::backoff::Backoff;
-use crate::config::ProducerConfig;
+use crate::config::{ProducerConfig, SecurityConfig};
 
 /// The connection manager's settings.
 #[derive(Debug, Clone)]
@@ -22,6 +22,8 @@ pub struct NetConfig {
     pub max_in_flight: usize,
     /// `random.seed`.
     pub seed: u64,
+    /// `security.protocol`, SASL and TLS.
+    pub security: SecurityConfig,
 }
 
 impl NetConfig {
@@ -36,6 +38,7 @@ impl NetConfig {
             // One fetch per broker at a time, plus room for metadata and offset lookups.
             max_in_flight: 5,
             seed: c.random_seed,
+            security: c.security.clone(),
         }
     }
 
@@ -49,6 +52,7 @@ impl NetConfig {
             max_idle: c.connections_max_idle,
             max_in_flight: 5,
             seed: c.random_seed,
+            security: c.security.clone(),
         }
     }
 
@@ -62,6 +66,7 @@ impl NetConfig {
             max_idle: c.connections_max_idle,
             max_in_flight: c.max_in_flight,
             seed: c.random_seed,
+            security: c.security.clone(),
         }
     }
 }

@@ -25,7 +25,10 @@ pub enum Peer {
 pub(crate) enum State {
     /// Waiting for the adapter's "connected", until the setup deadline.
     Connecting { deadline: Instant },
-    /// Connected; the ApiVersions exchange is in flight.
+    /// Connected; the TLS handshake runs, within the same setup deadline.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    Tls { deadline: Instant },
+    /// Connected; the ApiVersions exchange is in flight, then SASL authentication.
     Handshake,
     /// Versions negotiated; requests may be sent.
     Ready,
@@ -36,6 +39,8 @@ pub(crate) enum State {
 pub(crate) enum Tag<T> {
     /// The connection's own ApiVersions request.
     Handshake,
+    /// The connection's own SaslHandshake or SaslAuthenticate request.
+    Auth,
     /// A caller's request, with the caller's tag.
     User(T),
 }
@@ -68,6 +73,13 @@ pub(crate) struct Connection<T> {
     /// Correlation ids of the latest requests sent expecting no response (Produce with
     /// acks=0), oldest first: a broker that answers one anyway (Tansu does) is tolerated.
     pub unanswered: VecDeque<i32>,
+    /// The TLS session, with `security.protocol` SSL or SASL_SSL.
+    pub tls: Option<super::tls::Tls>,
+    /// A SASL exchange in progress (the first, or a re-authentication: no new request is
+    /// sent until it ends, while responses to earlier ones still arrive).
+    pub sasl: Option<super::auth::Sasl>,
+    /// KIP-368: when to authenticate again, before the broker's session lifetime ends.
+    pub reauth_at: Option<Instant>,
 }
 
 /// How many unanswered correlation ids a connection remembers.
@@ -87,6 +99,9 @@ impl<T> Connection<T> {
             muted_until: None,
             close_when_idle: false,
             unanswered: VecDeque::new(),
+            tls: None,
+            sasl: None,
+            reauth_at: None,
         }
     }
 
@@ -100,6 +115,7 @@ impl<T> Connection<T> {
     /// Ready, not throttled, and under the in-flight limit.
     pub fn can_send(&self, max_in_flight: usize, now: Instant) -> bool {
         self.state == State::Ready
+            && self.sasl.is_none()
             && self.muted_until.is_none_or(|t| t <= now)
             && self.in_flight.len() < max_in_flight
     }
@@ -107,14 +123,15 @@ impl<T> Connection<T> {
     /// The earliest instant this connection needs attention at.
     pub fn next_deadline(&self, idle: std::time::Duration) -> Option<Instant> {
         let setup = match self.state {
-            State::Connecting { deadline } => Some(deadline),
+            State::Connecting { deadline } | State::Tls { deadline } => Some(deadline),
             _ => None,
         };
+        let reauth = self.reauth_at.filter(|_| self.sasl.is_none());
         // Deadlines grow in send order, so the oldest request expires first.
         let request = self.in_flight.front().map(|f| f.deadline);
         let idle = (self.state == State::Ready && self.in_flight.is_empty())
             .then_some(self.last_active + idle);
-        [setup, request, idle, self.muted_until]
+        [setup, request, idle, self.muted_until, reauth]
             .into_iter()
             .flatten()
             .min()

@@ -60,6 +60,20 @@ macro_rules! network_io {
                 self.net.handle_timeout(now);
                 self.drive(now);
             }
+
+            /// The wall clock, in seconds since the Unix epoch, that TLS certificates are
+            /// judged by and OAUTHBEARER tokens are issued at: an input like every clock
+            /// reading (the driver passes its runtime's when a connection opens).
+            pub fn handle_wall_clock(&mut self, unix_secs: u64) {
+                self.net.set_wall_clock(unix_secs);
+            }
+
+            /// The OAUTHBEARER token to authenticate with from now on (the application's
+            /// token provider answers here; connections use it as they authenticate or
+            /// re-authenticate).
+            pub fn set_oauth_token(&mut self, token: $crate::sasl::OAuthToken) {
+                self.net.set_token(token);
+            }
         }
 
         impl $crate::net::Machine for $ty {
@@ -88,6 +102,9 @@ macro_rules! network_io {
             }
             fn handle_timeout(&mut self, now: $crate::Instant) {
                 <$ty>::handle_timeout(self, now)
+            }
+            fn handle_wall_clock(&mut self, unix_secs: u64) {
+                <$ty>::handle_wall_clock(self, unix_secs)
             }
             fn poll_output(&mut self) -> Option<$crate::net::Output<$event>> {
                 <$ty>::poll_output(self)

@@ -33,6 +33,9 @@ pub trait Machine {
     fn handle_closed(&mut self, conn: ConnId, now: Instant);
     /// Time passed.
     fn handle_timeout(&mut self, now: Instant);
+    /// The wall clock in seconds since the Unix epoch, for TLS certificate validity (and
+    /// OAUTHBEARER tokens): pass it before `handle_connected`.
+    fn handle_wall_clock(&mut self, unix_secs: u64);
     /// The next output.
     fn poll_output(&mut self) -> Option<Output<Self::Event>>;
     /// When to call `handle_timeout` next. A pure query.

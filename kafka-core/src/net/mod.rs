@@ -12,10 +12,33 @@
 //!   failed connections back off exponentially with jitter, idle ones are closed, and a
 //!   response's `throttle_time_ms` mutes its connection (KIP-219).
 
+mod auth;
 mod config;
 mod connection;
 mod io;
 mod machine;
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(not(feature = "tls"))]
+mod tls {
+    //! Without the `tls` feature there is no TLS session: configuration refuses SSL first.
+    #[derive(Debug)]
+    pub(crate) enum Tls {}
+    impl Tls {
+        pub fn handshaking(&self) -> bool {
+            match *self {}
+        }
+        pub fn receive(&mut self, _: &[u8], _: &mut Vec<u8>) -> Result<(), String> {
+            match *self {}
+        }
+        pub fn send(&mut self, _: &[bytes::Bytes]) -> Result<(), String> {
+            match *self {}
+        }
+        pub fn output(&mut self) -> Option<bytes::Bytes> {
+            match *self {}
+        }
+    }
+}
 mod types;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -38,7 +61,7 @@ pub(crate) use io::network_io;
 pub use machine::{Machine, Output};
 pub(crate) use types::lane;
 pub use types::{
-    ConnId, ConnectError, NetEvent, NodeId, Purpose, RequestError, SendError, Transmit,
+    AuthError, ConnId, ConnectError, NetEvent, NodeId, Purpose, RequestError, SendError, Transmit,
 };
 
 /// Byte fields (record batches) this large are sent from their own buffers, in a
@@ -83,6 +106,14 @@ pub struct Network<T> {
     last_problem: Option<(String, Instant)>,
     /// A connection to a known node failed since [`Network::take_node_failure`] last said.
     node_failed: bool,
+    /// An authentication failure not yet taken by the client.
+    auth_failure: Option<AuthError>,
+    /// The OAUTHBEARER token to authenticate with.
+    token: Option<crate::sasl::OAuthToken>,
+    /// Plaintext decrypted from TLS records, reused between reads.
+    plain: Vec<u8>,
+    /// The wall clock last given, in seconds since the Unix epoch (0: never).
+    wall_secs: u64,
 }
 
 impl<T> Network<T> {
@@ -107,6 +138,10 @@ impl<T> Network<T> {
             frame_hint: Vec::new(),
             last_problem: None,
             node_failed: false,
+            auth_failure: None,
+            token: None,
+            plain: Vec::new(),
+            wall_secs: 0,
         }
     }
 
@@ -382,11 +417,21 @@ impl<T> Network<T> {
             c.unanswered.push_back(correlation_id);
         }
         c.last_active = now;
-        self.transmits.extend(
-            enc.into_parts()
-                .into_iter()
-                .map(|bytes| Transmit::Send { conn, bytes }),
-        );
+        match &mut c.tls {
+            Some(tls) => {
+                // Encrypted records are written as rustls makes them; a failure to encrypt
+                // leaves nothing to send, and the request times out like any lost one.
+                if tls.send(&enc.into_parts()).is_ok() {
+                    self.transmits
+                        .extend(tls.output().map(|bytes| Transmit::Send { conn, bytes }));
+                }
+            }
+            None => self.transmits.extend(
+                enc.into_parts()
+                    .into_iter()
+                    .map(|bytes| Transmit::Send { conn, bytes }),
+            ),
+        }
         Ok(())
     }
 
@@ -419,11 +464,57 @@ impl<T> Network<T> {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        if !matches!(c.state, State::Connecting { .. }) {
+        let State::Connecting { deadline } = c.state else {
             return;
+        };
+        if self.cfg.security.protocol.tls() {
+            return self.start_tls(conn, deadline, now);
         }
         c.state = State::Handshake;
         self.send_api_versions(conn, ApiKey::ApiVersions.max_version(), now);
+    }
+
+    /// Starts the TLS handshake, within the connection's setup deadline.
+    #[cfg(feature = "tls")]
+    fn start_tls(&mut self, conn: ConnId, deadline: Instant, now: Instant) {
+        let c = self.conns.get_mut(&conn).expect("present");
+        let session = self
+            .cfg
+            .security
+            .tls_client
+            .as_ref()
+            .ok_or_else(|| "no TLS client was configured".to_owned())
+            .and_then(|t| t.session(&c.addr.host));
+        match session {
+            Ok(session) => {
+                let mut tls = tls::Tls::new(session);
+                c.state = State::Tls { deadline };
+                self.transmits
+                    .extend(tls.output().map(|bytes| Transmit::Send { conn, bytes }));
+                c.tls = Some(tls);
+            }
+            Err(reason) => self.auth_failed(conn, now, |addr, _| AuthError::Tls { addr, reason }),
+        }
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn start_tls(&mut self, conn: ConnId, _deadline: Instant, now: Instant) {
+        self.auth_failed(conn, now, |addr, _| AuthError::Tls {
+            addr,
+            reason: "this build has no TLS (kafka-core's `tls` feature)".into(),
+        })
+    }
+
+    /// Sets the wall clock that TLS certificates are judged by (seconds since the Unix
+    /// epoch): an input like every clock reading. The driver passes the runtime's.
+    pub fn set_wall_clock(&mut self, unix_secs: u64) {
+        self.wall_secs = unix_secs;
+        #[cfg(feature = "tls")]
+        if let Some(t) = &self.cfg.security.tls_client {
+            t.set_wall_clock(unix_secs);
+        }
+        #[cfg(not(feature = "tls"))]
+        let _ = unix_secs;
     }
 
     fn send_api_versions(&mut self, conn: ConnId, version: i16, now: Instant) {
@@ -462,6 +553,18 @@ impl<T> Network<T> {
                 now,
                 if c.state == State::Ready {
                     format!("{} closed the connection", c.addr)
+                } else if matches!(c.state, State::Tls { .. }) {
+                    format!(
+                        "{} closed the connection during the TLS handshake (is the listener \
+                         SSL or SASL_SSL? see security.protocol)",
+                        c.addr
+                    )
+                } else if c.sasl.is_some() {
+                    format!(
+                        "{} closed the connection during SASL authentication (is the listener \
+                         SASL_PLAINTEXT or SASL_SSL? see security.protocol)",
+                        c.addr
+                    )
                 } else {
                     format!(
                         "{} closed the connection during the ApiVersions handshake (is it a Kafka \
@@ -497,8 +600,26 @@ impl<T> Network<T> {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        c.frames.extend(data);
         c.last_active = now;
+        if let Some(tls) = &mut c.tls {
+            let mut plain = std::mem::take(&mut self.plain);
+            plain.clear();
+            let received = tls.receive(data, &mut plain);
+            self.transmits
+                .extend(tls.output().map(|bytes| Transmit::Send { conn, bytes }));
+            let handshaken = matches!(c.state, State::Tls { .. }) && !tls.handshaking();
+            c.frames.extend(&plain);
+            self.plain = plain;
+            if let Err(reason) = received {
+                return self.auth_failed(conn, now, |addr, _| AuthError::Tls { addr, reason });
+            }
+            if handshaken {
+                c.state = State::Handshake;
+                self.send_api_versions(conn, ApiKey::ApiVersions.max_version(), now);
+            }
+        } else {
+            c.frames.extend(data);
+        }
         loop {
             let c = self.conns.get_mut(&conn).expect("present");
             let frame = match c.frames.next_frame() {
@@ -552,6 +673,7 @@ impl<T> Network<T> {
             let node = c.node();
             match req.tag {
                 Tag::Handshake => self.on_api_versions(conn, body, req.version, now),
+                Tag::Auth => self.on_auth(conn, body, now),
                 Tag::User(tag) => self.events.push_back(NetEvent::Response {
                     conn,
                     node,
@@ -598,6 +720,9 @@ impl<T> Network<T> {
         }
         let c = self.conns.get_mut(&conn).expect("present");
         c.versions = versions;
+        if self.cfg.security.protocol.sasl() {
+            return self.start_sasl(conn, now);
+        }
         c.state = State::Ready;
         let addr = c.addr.clone();
         self.failures.remove(&addr);
@@ -692,12 +817,17 @@ impl<T> Network<T> {
         let ids: Vec<ConnId> = self.conns.keys().copied().collect();
         for id in ids {
             let c = &self.conns[&id];
-            if let State::Connecting { deadline } = c.state {
+            if let State::Connecting { deadline } | State::Tls { deadline } = c.state {
                 if deadline <= now {
+                    let what = if matches!(c.state, State::Tls { .. }) {
+                        "no TLS handshake with"
+                    } else {
+                        "no connection to"
+                    };
                     self.last_problem = stamp(
                         now,
                         format!(
-                            "no connection to {} within socket.connection.setup.timeout.ms",
+                            "{what} {} within socket.connection.setup.timeout.ms",
                             c.addr
                         ),
                     );
@@ -733,6 +863,7 @@ impl<T> Network<T> {
                 f.retry_at = None;
             }
         }
+        self.reauthenticate_due(now);
     }
 
     /// The next instant [`Network::handle_timeout`] has work at. A pure query.

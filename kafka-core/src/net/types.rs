@@ -112,6 +112,60 @@ pub enum RequestError {
     },
 }
 
+/// Why a connection could not authenticate: fatal to the operations waiting on it (Java's
+/// AuthenticationException), never retried forever.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// The broker refused the credentials.
+    #[error(
+        "{addr} refused SASL {mechanism} authentication ({message}): check sasl.username and \
+         sasl.password (or sasl.jaas.config) against the users the cluster knows"
+    )]
+    Refused {
+        /// The broker's address.
+        addr: HostPort,
+        /// The mechanism.
+        mechanism: &'static str,
+        /// What the broker said (never a secret: it has none of ours to say).
+        message: String,
+    },
+    /// The broker does not enable the mechanism.
+    #[error(
+        "{addr} does not enable SASL mechanism {mechanism} (it enables {}): set sasl.mechanism \
+         to one of those",
+        enabled.join(", ")
+    )]
+    UnsupportedMechanism {
+        /// The broker's address.
+        addr: HostPort,
+        /// The mechanism asked for.
+        mechanism: &'static str,
+        /// The mechanisms the broker enables.
+        enabled: Vec<String>,
+    },
+    /// The exchange went wrong (a SCRAM server that cannot prove it knows the password, a
+    /// malformed message, a listener that does not do SASL).
+    #[error("SASL {mechanism} authentication with {addr} failed: {reason}")]
+    Protocol {
+        /// The broker's address.
+        addr: HostPort,
+        /// The mechanism.
+        mechanism: &'static str,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The TLS handshake failed: an untrusted, expired or misnamed certificate, a refused
+    /// client certificate, or a listener that does not speak TLS.
+    #[error("TLS with {addr} failed: {reason}")]
+    Tls {
+        /// The broker's address.
+        addr: HostPort,
+        /// What went wrong, and the fix.
+        reason: String,
+    },
+}
+
 /// A request's outcome, for the caller that sent it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

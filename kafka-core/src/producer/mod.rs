@@ -437,6 +437,9 @@ impl Producer {
             // producer kept retrying it until the next periodic refresh).
             self.metadata.request_update();
         }
+        if let Some(e) = self.net.take_auth_failure() {
+            self.fail_unsent(DeliveryError::Authentication(e));
+        }
         self.expire(now);
         self.place_pending(now);
         self.refresh_metadata(now);
@@ -943,6 +946,23 @@ impl Producer {
         self.pending = keep.into();
         self.pending_topics.remove(topic);
         for p in gone {
+            self.fail_pending(p, error.clone());
+        }
+    }
+
+    /// Fails every record not in flight: those waiting for metadata, and batches waiting for
+    /// a connection (each as sent or not, as its history says).
+    fn fail_unsent(&mut self, error: DeliveryError) {
+        for b in self.acc.take_all() {
+            if b.base_sequence >= 0 {
+                // Its sequences leave a hole: the partition starts over (KIP-360).
+                self.request_bump(&b.tp);
+            }
+            self.fail_batch(b, error.clone(), false);
+        }
+        let pending: Vec<Pending> = self.pending.drain(..).collect();
+        self.pending_topics.clear();
+        for p in pending {
             self.fail_pending(p, error.clone());
         }
     }

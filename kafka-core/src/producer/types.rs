@@ -117,6 +117,11 @@ pub enum DeliveryError {
     /// before the core sees the record).
     #[error(transparent)]
     Refused(SendError),
+    /// A connection could not authenticate (SASL credentials or mechanism, or TLS): the
+    /// records waiting for a connection fail at once, as in Java, rather than at their
+    /// timeouts. Records sent before are not affected.
+    #[error(transparent)]
+    Authentication(crate::net::AuthError),
     /// `buffer.memory` stayed full for `max.block.ms` (for adapters whose `send` returns
     /// before memory is granted).
     #[error("buffer.memory stayed full for max.block.ms; the broker may be slow or unreachable")]

@@ -184,6 +184,10 @@ pub enum ConsumeError {
         /// The last connection problem seen, if any.
         last: Option<String>,
     },
+    /// A connection could not authenticate (SASL or TLS). The consumer keeps trying, with
+    /// backoff, so a fixed credential or certificate is picked up.
+    #[error(transparent)]
+    Authentication(kafka_core::net::AuthError),
     /// The consumer's driver has stopped.
     #[error("the consumer is closed")]
     Closed,
@@ -650,6 +654,7 @@ impl<R: Runtime> Consumer<R> {
                 FetchEvent::GroupFailed(e) => return Err(ConsumeError::Group(e)),
                 FetchEvent::Unreachable { last } => return Err(ConsumeError::Unreachable { last }),
                 FetchEvent::UnknownTopic(topic) => return Err(ConsumeError::UnknownTopic(topic)),
+                FetchEvent::AuthenticationFailed(e) => return Err(ConsumeError::Authentication(e)),
                 // Commits and leaving are answered to their callers by the driver.
                 _ => {}
             }

@@ -1,0 +1,284 @@
+//! SASL on the connection manager, against a scripted broker in virtual time: PLAIN and SCRAM
+//! exchanges, refused credentials and mechanisms failing fast and typed, and KIP-368
+//! re-authentication that lets requests in flight finish.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_core::backoff::Backoff;
+use kafka_core::config::{HostPort, ProducerConfig};
+use kafka_core::net::{AuthError, ConnId, NetConfig, NetEvent, Network, Transmit};
+use kafka_core::Instant;
+use kafka_sim::proto::api::{RequestBody, ResponseBody};
+use kafka_sim::proto::messages::metadata_request::MetadataRequest;
+use kafka_sim::proto::messages::metadata_response::MetadataResponse;
+use kafka_sim::proto::messages::sasl_authenticate_response::SaslAuthenticateResponse;
+use kafka_sim::proto::messages::sasl_handshake_response::SaslHandshakeResponse;
+use kafka_sim::{Reply, ScriptedBroker};
+
+fn net(settings: &[(&str, &str)]) -> Network<u32> {
+    let mut map = vec![("bootstrap.servers", "b:1")];
+    map.extend_from_slice(settings);
+    let cfg = ProducerConfig::from_map(map).expect("valid");
+    let mut nc = NetConfig::from_producer(&cfg);
+    nc.setup_timeout = Backoff::new(Duration::from_secs(10), Duration::from_secs(10));
+    Network::new(nc, vec![HostPort::new("b", 1)])
+}
+
+struct H {
+    net: Network<u32>,
+    broker: Option<(ConnId, ScriptedBroker)>,
+    now: Instant,
+    events: Vec<NetEvent<u32>>,
+    connects: usize,
+}
+
+impl H {
+    fn new(
+        net: Network<u32>,
+        broker: impl Fn() -> ScriptedBroker + 'static,
+    ) -> (H, Box<dyn Fn() -> ScriptedBroker>) {
+        (
+            H {
+                net,
+                broker: None,
+                now: Instant::ZERO,
+                events: Vec::new(),
+                connects: 0,
+            },
+            Box::new(broker),
+        )
+    }
+
+    fn pump(&mut self, make: &dyn Fn() -> ScriptedBroker) {
+        loop {
+            let mut busy = false;
+            while let Some(t) = self.net.poll_transmit() {
+                busy = true;
+                match t {
+                    Transmit::Connect { conn, .. } => {
+                        self.connects += 1;
+                        self.broker = Some((conn, make()));
+                        self.net.handle_connected(conn, self.now);
+                    }
+                    Transmit::Send { conn, bytes } => {
+                        let (id, b) = self.broker.as_mut().expect("connected");
+                        assert_eq!(*id, conn);
+                        let out = b.receive(&bytes).unwrap();
+                        self.deliver(conn, out.bytes, out.closed);
+                    }
+                    Transmit::Close { .. } => self.broker = None,
+                    _ => unreachable!(),
+                }
+            }
+            let since = Duration::from_nanos(self.now.as_nanos());
+            if let Some((conn, b)) = self.broker.as_mut() {
+                let conn = *conn;
+                let out = b.advance(since);
+                if !out.bytes.is_empty() || out.closed {
+                    busy = true;
+                    self.deliver(conn, out.bytes, out.closed);
+                }
+            }
+            while let Some(e) = self.net.poll_event() {
+                self.events.push(e);
+            }
+            if !busy {
+                break;
+            }
+        }
+    }
+
+    fn deliver(&mut self, conn: ConnId, bytes: Bytes, closed: bool) {
+        if !bytes.is_empty() {
+            self.net.handle_received(conn, &bytes, self.now);
+        }
+        if closed {
+            self.broker = None;
+            self.net.handle_closed(conn, self.now);
+        }
+    }
+
+    /// Advances virtual time to `t`, firing the client's and the broker's timers.
+    fn run_until(&mut self, t: Instant, make: &dyn Fn() -> ScriptedBroker) {
+        loop {
+            self.pump(make);
+            let broker_next = self
+                .broker
+                .as_ref()
+                .and_then(|(_, b)| b.next_due())
+                .map(|d| Instant::from_nanos(d.as_nanos() as u64));
+            let next = [self.net.poll_timeout(), broker_next]
+                .into_iter()
+                .flatten()
+                .filter(|n| *n <= t)
+                .min();
+            let Some(next) = next else { break };
+            self.now = self.now.max(next);
+            self.net.handle_timeout(self.now);
+        }
+        self.now = self.now.max(t);
+        self.net.handle_timeout(self.now);
+        self.pump(make);
+    }
+}
+
+/// A broker that takes PLAIN for alice/secret with a session lifetime, and answers Metadata
+/// after `metadata_delay`.
+fn plain_broker(lifetime_ms: i64, metadata_delay: Duration) -> impl Fn() -> ScriptedBroker {
+    move || {
+        ScriptedBroker::new(move |_, body| match body {
+            RequestBody::SaslHandshake(r) => {
+                let ok = r.mechanism == "PLAIN";
+                Reply::Respond(ResponseBody::SaslHandshake(SaslHandshakeResponse {
+                    error_code: if ok { 0 } else { 33 },
+                    mechanisms: vec!["PLAIN".into()],
+                    ..Default::default()
+                }))
+            }
+            RequestBody::SaslAuthenticate(r) => {
+                let ok = &r.auth_bytes[..] == b"\0alice\0secret";
+                Reply::Respond(ResponseBody::SaslAuthenticate(SaslAuthenticateResponse {
+                    error_code: if ok { 0 } else { 58 },
+                    error_message: (!ok)
+                        .then(|| "Authentication failed: Invalid username or password".into()),
+                    session_lifetime_ms: if ok { lifetime_ms } else { 0 },
+                    ..Default::default()
+                }))
+            }
+            RequestBody::Metadata(_) => Reply::After(
+                metadata_delay,
+                Box::new(Reply::Respond(ResponseBody::Metadata(
+                    MetadataResponse::default(),
+                ))),
+            ),
+            other => panic!("unexpected {other:?}"),
+        })
+    }
+}
+
+const PLAIN: [(&str, &str); 4] = [
+    ("security.protocol", "SASL_PLAINTEXT"),
+    ("sasl.mechanism", "PLAIN"),
+    ("sasl.username", "alice"),
+    ("sasl.password", "secret"),
+];
+
+#[test]
+fn plain_authenticates_after_api_versions_and_before_any_request() {
+    let (mut h, make) = H::new(net(&PLAIN), plain_broker(0, Duration::ZERO));
+    assert!(h.net.least_loaded(h.now).is_none());
+    h.pump(&*make);
+    let conn = h.net.least_loaded(h.now).expect("ready once authenticated");
+    h.net
+        .send(conn, &MetadataRequest::default(), 1, true, h.now)
+        .unwrap();
+    h.pump(&*make);
+    let keys: Vec<i16> = h
+        .broker
+        .as_ref()
+        .unwrap()
+        .1
+        .requests()
+        .iter()
+        .map(|(hd, _)| hd.api_key)
+        .collect();
+    // ApiVersions, SaslHandshake, SaslAuthenticate, then Metadata.
+    assert_eq!(keys, vec![18, 17, 36, 3]);
+    assert!(matches!(h.events[..], [NetEvent::Response { tag: 1, .. }]));
+    assert!(h.net.take_auth_failure().is_none());
+}
+
+#[test]
+fn a_wrong_password_fails_at_once_typed_and_without_the_secret() {
+    let mut settings = PLAIN;
+    settings[3] = ("sasl.password", "not-the-password");
+    let (mut h, make) = H::new(net(&settings), plain_broker(0, Duration::ZERO));
+    h.net.least_loaded(h.now);
+    h.pump(&*make);
+    let e = h
+        .net
+        .take_auth_failure()
+        .expect("an authentication failure");
+    assert!(
+        matches!(
+            e,
+            AuthError::Refused {
+                mechanism: "PLAIN",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("Invalid username or password") && text.contains("sasl.password"),
+        "{text}"
+    );
+    assert!(!text.contains("not-the-password") && !format!("{e:?}").contains("not-the-password"));
+    assert!(h.broker.is_none(), "the connection is closed");
+    assert!(h.net.last_problem().unwrap().contains("refused SASL PLAIN"));
+}
+
+#[test]
+fn a_mechanism_the_broker_does_not_enable_is_named_with_the_ones_it_does() {
+    let settings = [
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanism", "SCRAM-SHA-512"),
+        ("sasl.username", "alice"),
+        ("sasl.password", "secret"),
+    ];
+    let (mut h, make) = H::new(net(&settings), plain_broker(0, Duration::ZERO));
+    h.net.least_loaded(h.now);
+    h.pump(&*make);
+    let e = h.net.take_auth_failure().expect("a failure");
+    assert!(matches!(e, AuthError::UnsupportedMechanism { .. }), "{e:?}");
+    assert!(e.to_string().contains("it enables PLAIN"), "{e}");
+}
+
+/// KIP-368: the session ends at 10 s; the client re-authenticates between 8.5 and 9.5 s on
+/// the same connection. A request in flight when it starts is answered, not failed; no new
+/// request goes out until the exchange ends.
+#[test]
+fn reauthentication_before_the_session_ends_fails_nothing_in_flight() {
+    let (mut h, make) = H::new(
+        net(&PLAIN),
+        plain_broker(10_000, Duration::from_millis(2_000)),
+    );
+    h.net.least_loaded(h.now);
+    h.pump(&*make);
+    let conn = h.net.least_loaded(h.now).expect("ready");
+    for round in 0..5u32 {
+        // A slow request sent just before re-authentication is due.
+        h.run_until(h.now + Duration::from_millis(8_000), &*make);
+        let c = h.net.least_loaded(h.now).expect("still ready");
+        assert_eq!(c, conn, "the same connection, round {round}");
+        h.net
+            .send(c, &MetadataRequest::default(), round, true, h.now)
+            .unwrap();
+        h.run_until(h.now + Duration::from_millis(3_000), &*make);
+        assert!(
+            matches!(h.events.last(), Some(NetEvent::Response { tag, .. }) if *tag == round),
+            "round {round}: {:?}",
+            h.events.last()
+        );
+    }
+    assert_eq!(h.connects, 1);
+    let auths = h
+        .broker
+        .as_ref()
+        .unwrap()
+        .1
+        .requests()
+        .iter()
+        .filter(|(hd, _)| hd.api_key == 36)
+        .count();
+    assert!(
+        auths >= 6,
+        "authenticated {auths} times in 55 s of 10 s sessions"
+    );
+    assert!(h
+        .events
+        .iter()
+        .all(|e| matches!(e, NetEvent::Response { .. })));
+}
