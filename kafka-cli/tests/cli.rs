@@ -343,3 +343,112 @@ mod kafka {
         super::errors_name_their_cause_in_one_line(Kind::Kafka);
     }
 }
+
+/// Every command over SASL_SSL with SCRAM-SHA-512 against Apache Kafka, through the global -X
+/// settings; a wrong password fails in one line, and no secret reaches the output.
+mod sasl {
+    use super::*;
+    use tests::kafka::Cluster;
+    use tests::pki::Pki;
+
+    const PW: &str = "cli-Secret-9f3";
+
+    #[test]
+    fn every_command_works_over_sasl_ssl_scram_and_secrets_stay_out_of_the_output() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/kafka")
+            .join(format!("cli-pki-{}", std::process::id()));
+        let pki = Pki::create(&dir);
+        let cluster = Cluster::start_secured(&pki, "alice", PW, 60_000);
+        let b = cluster.bootstrap_of("SASL_SSL");
+        let ca = format!("ssl.ca.location={}", pki.path("ca.pem"));
+        let pw = format!("sasl.password={PW}");
+        let sec: Vec<&str> = vec![
+            "-X",
+            "security.protocol=SASL_SSL",
+            "-X",
+            "sasl.mechanism=SCRAM-SHA-512",
+            "-X",
+            "sasl.username=alice",
+            "-X",
+            &pw,
+            "-X",
+            &ca,
+        ];
+        let with = |args: &[&str]| -> Vec<String> {
+            sec.iter().chain(args).map(|s| s.to_string()).collect()
+        };
+        let run = |args: &[&str], stdin: &str| {
+            let a = with(args);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let out = cli(&b, &a, stdin);
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!all.contains(PW), "the password reached the output: {all}");
+            out
+        };
+        ok(&run(
+            &["topic", "create", "secure", "--partitions", "2"],
+            "",
+        ));
+        let md = ok(&run(&["metadata"], ""));
+        assert!(md.contains("secure"), "{md}");
+        ok(&run(
+            &["produce", "-t", "secure", "-K", ":"],
+            "a:1\nb:2\nc:3\n",
+        ));
+        let got = ok(&run(
+            &[
+                "consume",
+                "-t",
+                "secure",
+                "-o",
+                "beginning",
+                "-e",
+                "-f",
+                "%k=%s\\n",
+            ],
+            "",
+        ));
+        let mut lines: Vec<&str> = got.lines().collect();
+        lines.sort();
+        assert_eq!(lines, ["a=1", "b=2", "c=3"]);
+        ok(&run(
+            &["perf", "produce", "-t", "secure", "-n", "2000", "-s", "100"],
+            "",
+        ));
+        ok(&run(&["perf", "consume", "-t", "secure", "-n", "2003"], ""));
+        ok(&run(&["topic", "delete", "secure"], ""));
+        // A wrong password: one line naming the cause, exit 1, the password nowhere.
+        let bad = cli(
+            &b,
+            &[
+                "-X",
+                "security.protocol=SASL_SSL",
+                "-X",
+                "sasl.mechanism=SCRAM-SHA-512",
+                "-X",
+                "sasl.username=alice",
+                "-X",
+                "sasl.password=Wrong-Pw-77",
+                "-X",
+                &ca,
+                "metadata",
+            ],
+            "",
+        );
+        fails_with(&bad, "refused SASL SCRAM-SHA-512 authentication");
+        assert!(!String::from_utf8_lossy(&bad.stderr).contains("Wrong-Pw-77"));
+        // A malformed secret setting is not echoed either.
+        let bad = cli(&b, &["-X", "sasl.password:Leaky-Pw-55", "metadata"], "");
+        assert_eq!(bad.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(
+            err.contains("expected key=value") && !err.contains("Leaky-Pw-55"),
+            "{err}"
+        );
+    }
+}

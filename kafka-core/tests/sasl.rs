@@ -282,3 +282,65 @@ fn reauthentication_before_the_session_ends_fails_nothing_in_flight() {
         .iter()
         .all(|e| matches!(e, NetEvent::Response { .. })));
 }
+
+/// No secret reaches `Debug` of any client configuration, nor a configuration error.
+#[test]
+fn no_config_type_or_config_error_shows_a_secret() {
+    use kafka_core::config::{AdminConfig, ConsumerConfig};
+    let secrets = ["pw-AAA111", "jaas-BBB222", "keypw-CCC333", "KEYDATA-DDD444"];
+    let settings = [
+        ("bootstrap.servers", "b:1".to_owned()),
+        ("security.protocol", "SASL_PLAINTEXT".to_owned()),
+        ("sasl.mechanism", "PLAIN".to_owned()),
+        ("sasl.username", "u".to_owned()),
+        ("sasl.password", secrets[0].to_owned()),
+        (
+            "sasl.jaas.config",
+            format!(
+                "x.PlainLoginModule required username=\"u\" password=\"{}\";",
+                secrets[1]
+            ),
+        ),
+        ("ssl.key.password", secrets[2].to_owned()),
+        ("group.id", "g".to_owned()),
+    ];
+    let debug = [
+        format!("{:?}", ProducerConfig::from_map(settings.clone()).unwrap()),
+        format!("{:?}", ConsumerConfig::from_map(settings.clone()).unwrap()),
+        format!("{:?}", AdminConfig::from_map(settings.clone()).unwrap()),
+    ];
+    for d in &debug {
+        for s in secrets {
+            assert!(!d.contains(s), "{s} in {d}");
+        }
+    }
+    // Malformed secrets and a bad key: the errors name the setting, not its value.
+    let bad_jaas = ProducerConfig::from_map([
+        ("bootstrap.servers", "b:1"),
+        ("sasl.jaas.config", "password=\"jaas-BBB222\""),
+    ])
+    .unwrap_err();
+    let bad_key = ProducerConfig::from_map([
+        ("bootstrap.servers", "b:1"),
+        ("security.protocol", "SSL"),
+        (
+            "ssl.ca.pem",
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        ),
+        (
+            "ssl.certificate.pem",
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        ),
+        (
+            "ssl.key.pem",
+            "-----BEGIN PRIVATE KEY-----\nKEYDATA-DDD444\n-----END PRIVATE KEY-----\n",
+        ),
+    ])
+    .unwrap_err();
+    for e in [bad_jaas, bad_key] {
+        let text = format!("{e} {e:?}");
+        for s in secrets {
+            assert!(!text.contains(s), "{s} in {text}");
+        }
+    }
+}

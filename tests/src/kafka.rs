@@ -131,6 +131,48 @@ impl Cluster {
         }
     }
 
+    /// One node with PLAINTEXT, SSL (mutual TLS required), SASL_PLAINTEXT and SASL_SSL
+    /// listeners: certificates from `pki`, `user` known to PLAIN (JAAS) and to SCRAM-SHA-256
+    /// and -512 (created at format time), OAUTHBEARER's unsecured tokens accepted on
+    /// SASL_PLAINTEXT, SASL_SSL enabling only PLAIN and SCRAM-SHA-512, and sessions lasting
+    /// `reauth_ms` (`connections.max.reauth.ms`).
+    pub fn start_secured(
+        pki: &crate::pki::Pki,
+        user: &str,
+        password: &str,
+        reauth_ms: u64,
+    ) -> Cluster {
+        let jaas = |l: &str| {
+            format!(
+                "listener.name.{l}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{user}=\"{password}\";\n\
+                 listener.name.{l}.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n\
+                 listener.name.{l}.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n\
+                 listener.name.{l}.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n"
+            )
+        };
+        let props = format!(
+            "ssl.keystore.type=PEM\n\
+             ssl.keystore.location={}\n\
+             ssl.truststore.type=PEM\n\
+             ssl.truststore.location={}\n\
+             listener.name.ssl.ssl.client.auth=required\n\
+             sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER\n\
+             listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512\n\
+             connections.max.reauth.ms={reauth_ms}\n{}{}",
+            pki.path("broker.pem"),
+            pki.path("ca.pem"),
+            jaas("sasl_plaintext"),
+            jaas("sasl_ssl"),
+        );
+        Self::start_secure(
+            1,
+            "PLAINTEXT,SSL,SASL_PLAINTEXT,SASL_SSL",
+            &props,
+            &format!("{user}={password}"),
+            &[],
+        )
+    }
+
     fn node(&self, verb: &str, id: usize) {
         let id = id.to_string();
         run(&[verb, &id, "--dir", &self.dir.to_string_lossy()]);
