@@ -9,10 +9,12 @@ mod fetch_session;
 mod group;
 pub mod net;
 pub mod scripted;
+pub mod security;
 pub mod single;
 
 pub use cluster::{BrokerWrite, ClusterConfig, ClusterStats, ConnKey, SimCluster};
 pub use kafka_proto as proto;
 pub use net::{Delivery, NetConfig, NetStats, SimNet};
 pub use scripted::{Output, Reply, ScriptedBroker, SimTime};
+pub use security::{SaslConfig, Security};
 pub use single::SingleBroker;

@@ -70,7 +70,15 @@ impl<T> Network<T> {
             .write(conn, &req, version, Some(Tag::Auth), timeout, now)
             .is_err()
         {
-            self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, true);
+            return self.fail_connection(
+                conn,
+                now,
+                |addr| RequestError::Disconnected { addr },
+                true,
+            );
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.auth_sent = now;
         }
     }
 
@@ -149,11 +157,20 @@ impl<T> Network<T> {
     }
 
     fn authenticated(&mut self, conn: ConnId, lifetime_ms: i64, now: Instant) {
+        let Some(sent) = self.conns.get(&conn).map(|c| c.auth_sent) else {
+            return;
+        };
         // Between 85% and 95% of the session's lifetime, as Java does, so that a client's
-        // connections do not all re-authenticate at once.
+        // connections do not all re-authenticate at once; counted from when the last
+        // SaslAuthenticate was sent (the broker's session began after that), less one round
+        // trip, so that a request sent just before re-authenticating still reaches the broker
+        // within the session (found by the simulation: 200 ms sessions on a slow link, where
+        // a request counted from the response arrived 1 ms after the broker's session ended).
         let reauth = (lifetime_ms > 0).then(|| {
             let share = 0.85 + 0.10 * self.rng.unit();
-            now + Duration::from_millis((lifetime_ms as f64 * share) as u64)
+            let rtt = now.saturating_duration_since(sent);
+            let lifetime = Duration::from_millis((lifetime_ms as f64 * share) as u64);
+            sent + lifetime.saturating_sub(rtt)
         });
         let Some(c) = self.conns.get_mut(&conn) else {
             return;

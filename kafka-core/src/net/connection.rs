@@ -80,6 +80,9 @@ pub(crate) struct Connection<T> {
     pub sasl: Option<super::auth::Sasl>,
     /// KIP-368: when to authenticate again, before the broker's session lifetime ends.
     pub reauth_at: Option<Instant>,
+    /// When the last SaslAuthenticate was sent: the broker's session cannot have started
+    /// before then.
+    pub auth_sent: Instant,
 }
 
 /// How many unanswered correlation ids a connection remembers.
@@ -102,6 +105,7 @@ impl<T> Connection<T> {
             tls: None,
             sasl: None,
             reauth_at: None,
+            auth_sent: now,
         }
     }
 

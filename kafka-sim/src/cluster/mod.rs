@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::scripted::api_versions_answer;
 pub use crate::scripted::SimTime;
+use crate::security::{self, Auth, Security};
 
 mod admin;
 mod coordinator;
@@ -53,6 +54,8 @@ pub struct ClusterConfig {
     pub versions: BTreeMap<i32, Vec<(i16, i16, i16)>>,
     /// Idempotent producers' retries are deduplicated (turn off to inject a broker bug).
     pub dedup: bool,
+    /// TLS and SASL on every connection.
+    pub security: Security,
 }
 
 impl Default for ClusterConfig {
@@ -66,6 +69,7 @@ impl Default for ClusterConfig {
             replica_lag: SimTime::from_millis(100),
             versions: BTreeMap::new(),
             dedup: true,
+            security: Security::default(),
         }
     }
 }
@@ -86,6 +90,10 @@ struct Conn {
     next_slot: u64,
     /// Answers in request order, with their correlation ids: `None` until ready.
     slots: VecDeque<(u64, i32, Option<Bytes>)>,
+    /// The TLS session, with `security.tls`.
+    tls: Option<rustls::ServerConnection>,
+    /// SASL: where authentication is.
+    auth: Auth,
 }
 
 /// A produce request waiting for acks=all.
@@ -126,6 +134,15 @@ pub struct ClusterStats {
     pub crashes: u64,
     /// Produce requests refused with NOT_ENOUGH_REPLICAS.
     pub not_enough_replicas: u64,
+    /// SASL authentications that succeeded (re-authentications included), and failed.
+    pub authentications: (u64, u64),
+    /// Connections closed for a request after their SASL session ended (a client that did
+    /// not re-authenticate in time).
+    pub expired_sessions: u64,
+    /// Connections closed for a request before authentication.
+    pub unauthenticated: u64,
+    /// TLS sessions that failed.
+    pub tls_failures: u64,
 }
 
 /// The cluster.
@@ -212,6 +229,13 @@ impl SimCluster {
         if !self.is_up(node) {
             return false;
         }
+        let auth = match self.cfg.security.sasl {
+            Some(_) => Auth::Pending { mechanism: None },
+            None => Auth::Done {
+                expires: None,
+                reauth: None,
+            },
+        };
         self.conns.insert(
             conn,
             Conn {
@@ -219,9 +243,19 @@ impl SimCluster {
                 frames: FrameDecoder::default(),
                 next_slot: 0,
                 slots: VecDeque::new(),
+                tls: self.cfg.security.tls.then(security::tls_session),
+                auth,
             },
         );
         true
+    }
+
+    /// Changes (or adds) a user's password: the next authentications with the old one fail,
+    /// and sessions already authenticated last until they end.
+    pub fn set_password(&mut self, user: &str, password: &str) {
+        if let Some(s) = &mut self.cfg.security.sasl {
+            s.users.insert(user.to_owned(), password.to_owned());
+        }
     }
 
     /// The client closed a connection (or it broke).
@@ -235,7 +269,33 @@ impl SimCluster {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
-        c.frames.extend(data);
+        match &mut c.tls {
+            Some(tls) => {
+                let mut rest = data;
+                let mut plain = Vec::new();
+                while !rest.is_empty() {
+                    let ok = tls.read_tls(&mut rest).is_ok()
+                        && match tls.process_new_packets() {
+                            Ok(st) => {
+                                let n = st.plaintext_bytes_to_read();
+                                let start = plain.len();
+                                plain.resize(start + n, 0);
+                                std::io::Read::read_exact(&mut tls.reader(), &mut plain[start..])
+                                    .is_ok()
+                            }
+                            Err(_) => false,
+                        };
+                    if !ok {
+                        self.stats.tls_failures += 1;
+                        self.tls_out(conn);
+                        return self.close(conn);
+                    }
+                }
+                c.frames.extend(&plain);
+                self.tls_out(conn);
+            }
+            None => c.frames.extend(data),
+        }
         loop {
             let Some(c) = self.conns.get_mut(&conn) else {
                 return;
@@ -276,6 +336,9 @@ impl SimCluster {
         let v = header.api_version;
         let now = self.now;
         let coordinator = self.coordinator_node == Some(node);
+        if let Some(answer) = self.authenticate(slot, body) {
+            return answer;
+        }
         match body {
             RequestBody::ApiVersions(_) => self.api_versions(node, v),
             RequestBody::Metadata(r) => Answer::Now(self.metadata(r)),
@@ -303,6 +366,91 @@ impl SimCluster {
                 self.close(slot.0);
                 Answer::None
             }
+        }
+    }
+
+    /// SASL: answers SaslHandshake and SaslAuthenticate, and closes the connection for any
+    /// other request before authentication or after the session ended (as Kafka does).
+    /// `None`: the request may be served.
+    fn authenticate(&mut self, slot: Slot, body: &RequestBody) -> Option<Answer> {
+        use kafka_proto::messages::sasl_authenticate_response::SaslAuthenticateResponse;
+        use kafka_proto::messages::sasl_handshake_response::SaslHandshakeResponse;
+        let sasl = self.cfg.security.sasl.as_ref()?;
+        let c = self.conns.get_mut(&slot.0)?;
+        let now = self.now;
+        match body {
+            RequestBody::ApiVersions(_) => None,
+            RequestBody::SaslHandshake(r) => {
+                let enabled = sasl.mechanisms.contains(&r.mechanism);
+                if enabled {
+                    c.auth = match &c.auth {
+                        Auth::Done { expires, .. } => Auth::Done {
+                            expires: *expires,
+                            reauth: Some(r.mechanism.clone()),
+                        },
+                        _ => Auth::Pending {
+                            mechanism: Some(r.mechanism.clone()),
+                        },
+                    };
+                }
+                Some(Answer::Now(ResponseBody::SaslHandshake(
+                    SaslHandshakeResponse {
+                        error_code: if enabled { 0 } else { 33 },
+                        mechanisms: sasl.mechanisms.clone(),
+                        ..Default::default()
+                    },
+                )))
+            }
+            RequestBody::SaslAuthenticate(r) => {
+                self.picks = self.picks.wrapping_add(1);
+                let (next, (code, message, bytes, lifetime)) =
+                    security::authenticate(sasl, &c.auth, &r.auth_bytes, now, self.picks);
+                c.auth = next;
+                match (code, &c.auth) {
+                    (0, Auth::Done { .. }) => self.stats.authentications.0 += 1,
+                    (0, _) => {}
+                    _ => self.stats.authentications.1 += 1,
+                }
+                Some(Answer::Now(ResponseBody::SaslAuthenticate(
+                    SaslAuthenticateResponse {
+                        error_code: code,
+                        error_message: message,
+                        auth_bytes: Bytes::from(bytes),
+                        session_lifetime_ms: lifetime,
+                        ..Default::default()
+                    },
+                )))
+            }
+            _ => match &c.auth {
+                Auth::Done { expires, .. } if expires.is_none_or(|e| e > now) => None,
+                Auth::Done { .. } => {
+                    self.stats.expired_sessions += 1;
+                    self.close(slot.0);
+                    Some(Answer::None)
+                }
+                _ => {
+                    self.stats.unauthenticated += 1;
+                    self.close(slot.0);
+                    Some(Answer::None)
+                }
+            },
+        }
+    }
+
+    /// Writes what the TLS session has to send.
+    fn tls_out(&mut self, conn: ConnKey) {
+        let Some(tls) = self.conns.get_mut(&conn).and_then(|c| c.tls.as_mut()) else {
+            return;
+        };
+        let mut out = Vec::new();
+        while tls.wants_write() {
+            if tls.write_tls(&mut out).is_err() {
+                break;
+            }
+        }
+        if !out.is_empty() {
+            self.out
+                .push_back((conn, BrokerWrite::Bytes(Bytes::from(out))));
         }
     }
 
@@ -348,8 +496,16 @@ impl SimCluster {
             let (_, _, bytes) = c.slots.pop_front().expect("checked");
             out.extend_from_slice(&bytes.expect("checked"));
         }
-        if !out.is_empty() {
-            self.out.push_back((conn, BrokerWrite::Bytes(out.freeze())));
+        if out.is_empty() {
+            return;
+        }
+        match &mut c.tls {
+            Some(tls) => {
+                if std::io::Write::write_all(&mut tls.writer(), &out).is_ok() {
+                    self.tls_out(conn);
+                }
+            }
+            None => self.out.push_back((conn, BrokerWrite::Bytes(out.freeze()))),
         }
     }
 

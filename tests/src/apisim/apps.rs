@@ -74,6 +74,8 @@ pub struct Ledger {
     pub topics: Known,
     /// The operator's task finished.
     pub operator_done: bool,
+    /// The intruder's task finished (runs with SASL only).
+    pub intruder_done: bool,
     /// Admin calls made, and those answered (not timed out).
     pub admin_calls: (u64, u64),
     /// Per partition of "t" that has been without a leader: `None` while it still is, else
@@ -96,6 +98,21 @@ impl Ledger {
 
 /// The shared ledger.
 pub type Shared = Rc<RefCell<Ledger>>;
+
+thread_local! {
+    static SECURITY: RefCell<Vec<(String, String)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// This run's security settings (`security.protocol`, SASL, the CA), which every client
+/// adds to its own; empty for PLAINTEXT.
+pub fn security() -> Vec<(String, String)> {
+    SECURITY.with(|s| s.borrow().clone())
+}
+
+/// Sets this run's security settings (see [`security`]).
+pub fn set_security(settings: Vec<(String, String)>) {
+    SECURITY.with(|s| *s.borrow_mut() = settings);
+}
 
 /// The bootstrap list of the simulated cluster.
 pub fn bootstrap() -> String {
@@ -128,6 +145,7 @@ pub async fn producer(
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
+    settings.extend(security());
     settings.extend(extra);
     let p = Producer::<SimRuntime>::from_map(settings).expect("valid simulation settings");
     shared.borrow_mut().sent.entry(id).or_default();
@@ -310,6 +328,10 @@ pub async fn member(id: usize, seed: u64, cooperative: bool, ctl: Rc<MemberCtl>,
         ),
         ("random.seed", seed.wrapping_add(id as u64).to_string()),
     ];
+    let settings = settings
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .chain(security());
     let mut c = Consumer::<SimRuntime>::from_map(settings).expect("valid simulation settings");
     let me = format!("member {id}");
     let view = Arc::new(Mutex::new(View::default()));

@@ -46,6 +46,7 @@ use crate::sim::{Failure, Options};
 use crate::simrt::{Sim, TaskId};
 
 pub mod apps;
+pub mod intruder;
 pub mod operator;
 pub mod readers;
 
@@ -97,6 +98,48 @@ pub struct Report {
     pub outsider_commits: (u64, u64),
     /// Admin calls made, and those answered in time.
     pub admin_calls: (u64, u64),
+    /// The run's security: `PLAINTEXT`, `SSL`, or the SASL protocol and mechanism.
+    pub security: String,
+    /// SASL authentications that succeeded (re-authentications included), and failed (the
+    /// intruder's).
+    pub authentications: (u64, u64),
+}
+
+/// The security of a seed's cluster and clients: most seeds PLAINTEXT; one in eight SSL, one
+/// in eight SASL_SSL with SCRAM-SHA-512, one in eight SASL_PLAINTEXT with PLAIN or
+/// SCRAM-SHA-256; SASL sessions last 200 ms to 1.1 s of virtual time, so they are
+/// re-authenticated many times in a run.
+pub fn security_for(seed: u64) -> (kafka_sim::Security, Vec<(String, String)>) {
+    let mut cluster = kafka_sim::Security::default();
+    let (protocol, mechanism) = match seed % 8 {
+        5 => ("SSL", None),
+        3 => ("SASL_SSL", Some("SCRAM-SHA-512")),
+        7 if (seed / 8).is_multiple_of(2) => ("SASL_PLAINTEXT", Some("PLAIN")),
+        7 => ("SASL_PLAINTEXT", Some("SCRAM-SHA-256")),
+        _ => return (cluster, Vec::new()),
+    };
+    let mut client = vec![("security.protocol".to_owned(), protocol.to_owned())];
+    if protocol.ends_with("SSL") {
+        cluster.tls = true;
+        client.push(("ssl.ca.pem".into(), kafka_sim::security::ca_pem().into()));
+    }
+    if let Some(m) = mechanism {
+        cluster.sasl = Some(kafka_sim::SaslConfig {
+            mechanisms: vec![
+                "PLAIN".into(),
+                "SCRAM-SHA-256".into(),
+                "SCRAM-SHA-512".into(),
+            ],
+            users: [(intruder::USER.to_owned(), intruder::PASSWORD.to_owned())].into(),
+            session_lifetime: Some(Duration::from_millis(200 + (seed / 16 % 7) * 150)),
+        });
+        client.extend([
+            ("sasl.mechanism".to_owned(), m.to_owned()),
+            ("sasl.username".into(), intruder::USER.into()),
+            ("sasl.password".into(), intruder::PASSWORD.into()),
+        ]);
+    }
+    (cluster, client)
 }
 
 struct Reader {
@@ -309,6 +352,9 @@ impl Run {
         if !l.operator_done {
             why.push("the operator is still running".into());
         }
+        if sasl_run() && !l.intruder_done {
+            why.push("the intruder is still running".into());
+        }
         let w = self.sim.wire();
         why.extend(unread(&w.cluster, &l.handed));
         why.extend(
@@ -332,8 +378,11 @@ impl Run {
 /// returned.
 pub fn run(opts: &Options) -> Result<Report, Failure> {
     let seed = opts.seed;
+    let (security, client_security) = security_for(seed);
+    apps::set_security(client_security);
     let mut cluster = ClusterConfig {
         dedup: !opts.injected_bug,
+        security,
         ..ClusterConfig::default()
     };
     if seed.is_multiple_of(3) {
@@ -398,6 +447,10 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
     run.add_reader("g", vec![(seed / 3 % 3) as i32]);
     run.sim
         .spawn_app(operator::operator(seed, stop, run.shared.clone()));
+    if sasl_run() {
+        run.sim
+            .spawn_app(intruder::intruder(seed, run.shared.clone()));
+    }
     let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END));
     let mut counts = FaultCounts::default();
     let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
@@ -520,11 +573,49 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
     Ok(report)
 }
 
+/// Whether this run's clients use SASL (and so the intruder runs).
+fn sasl_run() -> bool {
+    apps::security().iter().any(|(k, _)| k == "sasl.mechanism")
+}
+
 fn check_final(run: &Run) -> Result<Report, Failure> {
     let mut report = Report::default();
     let l = run.shared.borrow();
     let w = run.sim.wire();
     let log = log_by_value(&w.cluster);
+    let settings = apps::security();
+    let get = |k: &str| {
+        settings
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    report.security = match (get("security.protocol"), get("sasl.mechanism")) {
+        (None, _) => "PLAINTEXT".into(),
+        (Some(p), None) => p.into(),
+        (Some(p), Some(m)) => format!("{p} {m}"),
+    };
+    let stats = w.cluster.stats();
+    report.authentications = stats.authentications;
+    if stats.expired_sessions > 0 || stats.unauthenticated > 0 {
+        return Err(Failure::new(format!(
+            "the brokers closed {} connections for a request after their SASL session ended \
+             and {} for one before authenticating: the client must re-authenticate in time and \
+             send nothing first",
+            stats.expired_sessions, stats.unauthenticated
+        )));
+    }
+    if stats.tls_failures > 0 {
+        return Err(Failure::new(format!(
+            "{} TLS sessions failed",
+            stats.tls_failures
+        )));
+    }
+    if let Some(v) = log.keys().find(|v| v.starts_with(intruder::VALUE_PREFIX)) {
+        return Err(Failure::new(format!(
+            "the intruder's record {v} is in the log: it had the wrong password"
+        )));
+    }
     for (producer, sent) in &l.sent {
         let idempotent = *producer == IDEMPOTENT;
         let mut last_per_partition: BTreeMap<i32, (i64, u64)> = BTreeMap::new();

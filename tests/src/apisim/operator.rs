@@ -42,6 +42,10 @@ async fn operate(seed: u64, stop_at: kafka_core::Instant, shared: &Shared) -> Re
         ("reconnect.backoff.max.ms", "500".into()),
         ("random.seed", seed.wrapping_add(77).to_string()),
     ];
+    let settings = settings
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .chain(super::apps::security());
     let admin = Admin::<SimRuntime>::from_map(settings).expect("valid simulation settings");
     let mut made = 0u32;
     while simrt::now() < stop_at {

@@ -83,6 +83,10 @@ async fn read(
             seed.wrapping_add(1000 + id as u64).to_string(),
         ),
     ];
+    let settings = settings
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .chain(super::apps::security());
     let mut c = Consumer::<SimRuntime>::from_map(settings).expect("valid simulation settings");
     c.assign(partitions.iter().map(|p| ("t", *p)), StartFrom::Committed)
         .map_err(|e| format!("{me}: assign refused: {e}"))?;
