@@ -21,6 +21,19 @@ pub struct Job {
     pub compression: String,
     /// Records per second offered (open loop), 0 for as fast as possible.
     pub rate: u64,
+    /// Security settings (`security.protocol`, `ssl.*`), the same keys for every client;
+    /// passed to the child in `BENCH_SECURITY`, one `key=value` a line.
+    pub security: Vec<(String, String)>,
+}
+
+/// The security settings a child was given (`BENCH_SECURITY`).
+pub fn security_from_env() -> Vec<(String, String)> {
+    std::env::var("BENCH_SECURITY")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
 }
 
 /// What a run did.
@@ -56,6 +69,7 @@ pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
+    .chain(j.security.iter().cloned())
     .collect()
 }
 
@@ -75,6 +89,7 @@ pub fn rdkafka_producer_config(j: &Job) -> Vec<(String, String)> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
+    .chain(j.security.iter().cloned())
     .collect()
 }
 

@@ -7,11 +7,15 @@
 //!   then both consumers read what rdkafka-base wrote, on its broker. CPU time and peak RSS come from `wait4`;
 //!   the broker's CPU time during each producer's run from `/proc`.
 //!   Then the open-loop latency at a fixed offered rate. Writes the report with its plot.
+//! - `kafka-bench tls [--records N] [--rounds R] [--out docs/benchmarks-tls.md]`: the TLS
+//!   cell, on Apache Kafka (`tests::kafka::Cluster`): ours-tokio and rdkafka-base, 100 B and
+//!   10 KiB, acks=1, over PLAINTEXT and over SSL (mutual TLS) on the same broker.
 //! - `kafka-bench child CLIENT ROLE BROKERS TOPIC COUNT SIZE ACKS COMPRESSION RATE`: one run,
 //!   one JSON line on stdout.
 
 mod clients;
 mod report;
+mod tls;
 
 use std::process::{Command, Stdio};
 
@@ -76,9 +80,10 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("child") => child(&args[1..]),
         Some("matrix") => matrix(&args[1..]),
+        Some("tls") => tls::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: kafka-bench matrix [--records N] [--rounds R] [--out FILE] | child ..."
+                "usage: kafka-bench matrix [--records N] [--rounds R] [--out FILE] | tls [--records N] [--rounds R] [--out FILE] | child ..."
             );
             std::process::exit(2);
         }
@@ -99,6 +104,7 @@ fn child(a: &[String]) {
         acks: acks.clone(),
         compression: compression.clone(),
         rate: rate.parse().expect("rate"),
+        security: clients::security_from_env(),
     };
     let mut done = clients::run(&job);
     done.latencies_us.sort_unstable();
@@ -134,7 +140,7 @@ fn process_cpu_secs(pid: u32) -> f64 {
 }
 
 /// Runs one child and measures it, and the CPU time `broker_pid` spent meanwhile.
-fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
+pub(crate) fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
     let broker_before = broker_pid.map(process_cpu_secs);
     let exe = std::env::current_exe().expect("own path");
     // Reaped below with wait4, which also gives its CPU time and peak RSS.
@@ -152,6 +158,13 @@ fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
             &job.compression,
             &job.rate.to_string(),
         ])
+        .env(
+            "BENCH_SECURITY",
+            job.security
+                .iter()
+                .map(|(k, v)| format!("{k}={v}\n"))
+                .collect::<String>(),
+        )
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn a child");
@@ -197,7 +210,7 @@ fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
 
 /// A client's figures over a cell's rounds: the median of each (of an even count, the mean of
 /// the middle two) and the largest peak RSS, with the range of records/s.
-fn median(runs: &[Measured]) -> Measured {
+pub(crate) fn median(runs: &[Measured]) -> Measured {
     fn mid(mut v: Vec<f64>) -> f64 {
         v.sort_by(f64::total_cmp);
         let n = v.len();
@@ -266,6 +279,7 @@ fn run_cell(
                     acks: acks.into(),
                     compression: compression.into(),
                     rate: 0,
+                    security: Vec::new(),
                 },
                 Some(broker.pid()),
             );
@@ -297,6 +311,7 @@ fn run_cell(
                     acks: acks.into(),
                     compression: compression.into(),
                     rate: 0,
+                    security: Vec::new(),
                 },
                 None,
             );
@@ -318,7 +333,7 @@ fn run_cell(
     }
 }
 
-fn flag(a: &[String], name: &str) -> Option<String> {
+pub(crate) fn flag(a: &[String], name: &str) -> Option<String> {
     a.iter()
         .position(|x| x == name)
         .and_then(|i| a.get(i + 1).cloned())
@@ -367,6 +382,7 @@ fn matrix(a: &[String]) {
                 acks: "1".into(),
                 compression: "none".into(),
                 rate,
+                security: Vec::new(),
             },
             None,
         );

@@ -160,6 +160,7 @@ pub fn markdown(
         acks: "ACKS".into(),
         compression: "COMPRESSION".into(),
         rate: 0,
+        security: Vec::new(),
     };
     let cfg = |pairs: Vec<(String, String)>| {
         pairs

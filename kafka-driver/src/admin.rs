@@ -40,13 +40,14 @@ fn stopped() -> AdminError {
 impl<R: Runtime> Admin<R> {
     /// Starts an admin client's driver.
     pub fn new(config: AdminConfig) -> Self {
+        let tokens = config.security.token_provider.clone();
         let (tx, rx) = mpsc::unbounded();
         let session = AdminSession {
             core: kafka_core::Admin::new(config),
             replies: BTreeMap::new(),
             finished: false,
         };
-        R::spawn(driver::run::<R, _>(session, rx));
+        R::spawn(driver::run::<R, _>(session, rx, tokens));
         Admin {
             commands: tx,
             _runtime: PhantomData,

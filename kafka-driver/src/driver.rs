@@ -89,12 +89,16 @@ struct Driver<R: Runtime, S: Session> {
     outputs: VecDeque<Output<<S::Core as Machine>::Event>>,
     /// Closed by the core, still writing what was queued before the close.
     closing: Vec<(Conn<R>, Instant)>,
+    /// The application's OAUTHBEARER token provider, and the token being fetched.
+    tokens: Option<kafka_core::sasl::TokenProvider>,
+    fetching: Option<kafka_core::sasl::TokenFuture>,
 }
 
 /// Runs a session until it is finished, on the runtime's clock.
 pub(crate) async fn run<R: Runtime, S: Session>(
     session: S,
     commands: mpsc::UnboundedReceiver<S::Command>,
+    tokens: Option<kafka_core::sasl::TokenProvider>,
 ) {
     let mut d = Driver::<R, S> {
         session,
@@ -107,6 +111,8 @@ pub(crate) async fn run<R: Runtime, S: Session>(
         finish_by: None,
         outputs: VecDeque::new(),
         closing: Vec::new(),
+        tokens,
+        fetching: None,
     };
     std::future::poll_fn(|cx| d.poll(cx)).await
 }
@@ -134,6 +140,11 @@ impl<R: Runtime, S: Session> Driver<R, S> {
         for _ in 0..ROUNDS_PER_POLL {
             let now = self.now();
             self.session.refresh(now);
+            // The wall clock judges certificates and tokens: kept current every round (a
+            // store, no Kafka decision).
+            let wall =
+                std::time::Duration::from_micros(u64::try_from(R::wall_clock_us()).unwrap_or(0));
+            self.session.with_core(|c| c.handle_wall_clock(wall));
             let mut progress = self.poll_commands(cx, now);
             progress |= self.poll_connects(cx, now);
             progress |= self.poll_reads(cx, now);
@@ -146,6 +157,7 @@ impl<R: Runtime, S: Session> Driver<R, S> {
             }) {
                 progress = true;
             }
+            progress |= self.poll_token(cx, now);
             progress |= self.drain(now);
             progress |= self.poll_writes(cx, now);
             self.poll_closing(cx, now);
@@ -209,6 +221,26 @@ impl<R: Runtime, S: Session> Driver<R, S> {
         });
     }
 
+    /// Runs the application's OAUTHBEARER token provider when the core asks for a token, and
+    /// hands the core what it returns. Without a provider the core never asks.
+    fn poll_token(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        if self.fetching.is_none() && self.session.with_core(|c| c.poll_token_request()) {
+            self.fetching = self.tokens.as_ref().map(|p| p.fetch());
+        }
+        let Some(fut) = &mut self.fetching else {
+            return false;
+        };
+        let Poll::Ready(result) = fut.as_mut().poll(cx) else {
+            return false;
+        };
+        self.fetching = None;
+        self.session.with_core(|c| match result {
+            Ok(token) => c.set_oauth_token(token, now),
+            Err(why) => c.handle_token_error(&why, now),
+        });
+        true
+    }
+
     fn poll_commands(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
         let mut progress = false;
         while !self.detached {
@@ -239,11 +271,7 @@ impl<R: Runtime, S: Session> Driver<R, S> {
                             queue: VecDeque::new(),
                         },
                     );
-                    let wall = u64::try_from(R::wall_clock_us() / 1_000_000).unwrap_or(0);
-                    self.session.with_core(|c| {
-                        c.handle_wall_clock(wall);
-                        c.handle_connected(conn, now)
-                    });
+                    self.session.with_core(|c| c.handle_connected(conn, now));
                 }
                 Err(e) => {
                     let error = ConnectError::from_io(&e);

@@ -54,7 +54,7 @@ macro_rules! machine {
                 self.handle_timeout(now)
             }
             fn wall_clock(&mut self, unix_secs: u64) {
-                self.handle_wall_clock(unix_secs)
+                self.handle_wall_clock(Duration::from_secs(unix_secs))
             }
             fn poll(&mut self) -> Option<Step<$ev>> {
                 use $out as O;

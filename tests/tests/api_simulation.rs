@@ -235,15 +235,6 @@ mod regressions {
         }
     }
 
-    /// SASL_PLAINTEXT with 200 ms sessions on a slowed link: the client counted the session
-    /// from the SaslAuthenticate response, so a Produce sent just before re-authenticating
-    /// reached the broker 0.7 ms after the session ended, and the broker closed the
-    /// connection. Now it counts from the request, less a round trip.
-    #[test]
-    fn seed_119_reauthentication_is_timed_from_the_request_less_a_round_trip() {
-        seed(119);
-    }
-
     /// A member whose application stalled past max.poll.interval.ms with an eager revocation
     /// unacknowledged kept the revocation open after its membership was lost; the report of
     /// what it had taken in an earlier tenure, sent when it came back, was accepted, and its

@@ -411,9 +411,9 @@ fn kafka_reauthentication_under_load_loses_nothing_and_keeps_its_connections() {
     );
 }
 
-/// librdkafka authenticates against the same listener with the same credentials (PLAIN: this
-/// build of librdkafka has no OpenSSL, so no SCRAM or TLS), and refuses the wrong password too:
-/// a failure of ours is never the broker's setup.
+/// librdkafka authenticates against the same listeners with the same credentials (PLAIN and
+/// SCRAM-SHA-256 on SASL_PLAINTEXT, SCRAM-SHA-512 on SASL_SSL, mutual TLS on SSL), and refuses
+/// the wrong password too: a failure of ours is never the broker's setup.
 #[test]
 fn kafka_librdkafka_authenticates_on_the_same_listener() {
     let f = fixture();
@@ -463,4 +463,66 @@ fn kafka_librdkafka_authenticates_on_the_same_listener() {
         assert!(bad.is_err(), "librdkafka accepted a wrong password");
         round_trip(&ours, "ours-plain", 10).await;
     });
+}
+
+/// OAUTHBEARER with the application's async token provider, through `kafka-tokio`: the driver
+/// calls it when the core asks, and again when a re-authentication finds the last token
+/// expired (tokens of 3 s, sessions of 4 s); records are delivered throughout.
+#[test]
+fn kafka_oauthbearer_with_an_async_token_provider_is_asked_again_when_its_token_expires() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let provider = kafka_core::sasl::TokenProvider::new(move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async {
+            // As a provider that calls an identity provider would: it takes a while.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64;
+            Ok(kafka_core::sasl::OAuthToken::unsecured("alice", now_ms, 3))
+        })
+    });
+    let settings = settings(
+        "SASL_PLAINTEXT",
+        &[("sasl.mechanism", "OAUTHBEARER".into())],
+    );
+    let t = topic("oauth-provider");
+    runtime().block_on(async {
+        let mut admin_cfg = kafka_core::AdminConfig::from_map(settings.iter().cloned()).unwrap();
+        admin_cfg.security.token_provider = Some(provider.clone());
+        Admin::new(admin_cfg)
+            .create_topic(NewTopic::new(t.clone(), 1))
+            .await
+            .unwrap();
+        let mut cfg = kafka_core::ProducerConfig::from_map(settings.iter().cloned()).unwrap();
+        cfg.security.token_provider = Some(provider);
+        let p = Producer::new(cfg);
+        let started = StdInstant::now();
+        let mut n = 0;
+        while started.elapsed() < Duration::from_secs(10) {
+            p.send(Record::new(t.clone(), format!("v{n}")))
+                .await
+                .unwrap()
+                .await
+                .unwrap_or_else(|e| panic!("record {n}: {e}"));
+            n += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        p.close(Duration::from_secs(5)).await;
+        eprintln!(
+            "{n} records, {} tokens fetched",
+            calls.load(Ordering::SeqCst)
+        );
+    });
+    // The admin client's token, the producer's first, and at least one more when a
+    // re-authentication (every 3.4-3.8 s) found the 3 s token expired.
+    assert!(
+        calls.load(Ordering::SeqCst) >= 3,
+        "{} tokens",
+        calls.load(Ordering::SeqCst)
+    );
 }

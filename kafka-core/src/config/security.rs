@@ -188,6 +188,11 @@ pub struct SecurityConfig {
     pub sasl: SaslSettings,
     /// TLS as configured.
     pub tls: TlsSettings,
+    /// OAUTHBEARER: the application's token source (set it on the parsed configuration;
+    /// there is no string key for a function). Without it, `sasl.oauthbearer.config` or the
+    /// JAAS line's `unsecuredLoginStringClaim_sub` make unsecured tokens, and otherwise tokens
+    /// come only through `set_oauth_token`.
+    pub token_provider: Option<crate::sasl::TokenProvider>,
     /// The TLS client built from [`SecurityConfig::tls`] (certificates parsed, files read),
     /// when the protocol uses TLS.
     #[cfg(feature = "tls")]

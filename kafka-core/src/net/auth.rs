@@ -21,6 +21,8 @@ pub(crate) enum Sasl {
     Handshake,
     /// SaslAuthenticate rounds are in flight.
     Authenticate(Exchange),
+    /// OAUTHBEARER: waiting for the application's token, until `deadline`.
+    AwaitingToken { deadline: Instant },
 }
 
 impl<T> Network<T> {
@@ -87,6 +89,19 @@ impl<T> Network<T> {
         let mechanism = self.cfg.security.sasl.mechanism.name();
         match body {
             ResponseBody::SaslHandshake(r) => {
+                if r.error_code == 34 {
+                    // ILLEGAL_SASL_STATE: Kafka answers so a re-authentication sooner than a
+                    // second after the last (or on a listener without sessions).
+                    return self.auth_failed(conn, now, |addr, mechanism| AuthError::Protocol {
+                        addr,
+                        mechanism,
+                        reason:
+                            "the broker refused to re-authenticate (ILLEGAL_SASL_STATE): Kafka \
+                                 allows one re-authentication a second, so the session it gave \
+                                 was too short (an OAUTHBEARER token close to expiry?)"
+                                .into(),
+                    });
+                }
                 if r.error_code != 0 {
                     let enabled = r.mechanisms.clone();
                     return self.auth_failed(conn, now, |addr, mechanism| {
@@ -98,23 +113,30 @@ impl<T> Network<T> {
                     });
                 }
                 if self.cfg.security.sasl.mechanism == SaslMechanism::OAuthBearer {
-                    if let Err(reason) = self.fresh_token() {
-                        return self.auth_failed(conn, now, |addr, mechanism| {
-                            AuthError::Protocol {
-                                addr,
-                                mechanism,
-                                reason,
+                    match self.fresh_token() {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            // The application's provider is asked; the exchange goes on
+                            // when its token comes (`set_token`), within request.timeout.ms.
+                            self.token_wanted = true;
+                            let deadline = now + self.cfg.request_timeout;
+                            if let Some(c) = self.conns.get_mut(&conn) {
+                                c.sasl = Some(Sasl::AwaitingToken { deadline });
                             }
-                        });
+                            return;
+                        }
+                        Err(reason) => {
+                            return self.auth_failed(conn, now, |addr, mechanism| {
+                                AuthError::Protocol {
+                                    addr,
+                                    mechanism,
+                                    reason,
+                                }
+                            })
+                        }
                     }
                 }
-                let token = self.token.clone();
-                let (exchange, first) =
-                    Exchange::start(&self.cfg.security.sasl, &mut self.rng, token.as_ref());
-                if let Some(c) = self.conns.get_mut(&conn) {
-                    c.sasl = Some(Sasl::Authenticate(exchange));
-                }
-                self.send_authenticate(conn, first, now);
+                self.begin_exchange(conn, now);
             }
             ResponseBody::SaslAuthenticate(r) => {
                 if r.error_code != 0 {
@@ -153,6 +175,43 @@ impl<T> Network<T> {
                 let _ = mechanism;
                 unreachable!("tagged as authentication")
             }
+        }
+    }
+
+    /// Sends the mechanism's first message.
+    fn begin_exchange(&mut self, conn: ConnId, now: Instant) {
+        let token = self.token.as_ref().map(|(t, _)| t.clone());
+        let (exchange, first) =
+            Exchange::start(&self.cfg.security.sasl, &mut self.rng, token.as_ref());
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.sasl = Some(Sasl::Authenticate(exchange));
+        }
+        self.send_authenticate(conn, first, now);
+    }
+
+    fn awaiting_token(&self) -> Vec<ConnId> {
+        self.conns
+            .values()
+            .filter(|c| matches!(c.sasl, Some(Sasl::AwaitingToken { .. })))
+            .map(|c| c.id)
+            .collect()
+    }
+
+    /// Fails connections that waited for a token past their deadline.
+    pub(super) fn expire_token_waits(&mut self, now: Instant) {
+        let late: Vec<ConnId> = self
+            .conns
+            .values()
+            .filter(|c| matches!(c.sasl, Some(Sasl::AwaitingToken { deadline }) if deadline <= now))
+            .map(|c| c.id)
+            .collect();
+        for conn in late {
+            self.auth_failed(conn, now, |addr, mechanism| AuthError::Protocol {
+                addr,
+                mechanism,
+                reason: "the OAUTHBEARER token provider gave no token within request.timeout.ms"
+                    .into(),
+            });
         }
     }
 
@@ -224,33 +283,63 @@ impl<T> Network<T> {
         self.auth_failure.take()
     }
 
-    /// Makes sure an unexpired OAUTHBEARER token is at hand: the application's, or an
-    /// unsecured one when the configuration asks for those.
-    fn fresh_token(&mut self) -> Result<(), String> {
-        let wall_ms = i64::try_from(self.wall_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
-        if self
-            .token
-            .as_ref()
-            .is_some_and(|t| t.expires_at_ms > wall_ms)
-        {
-            return Ok(());
+    /// Whether an unexpired OAUTHBEARER token is at hand (made here when the configuration
+    /// asks for unsecured ones); `Ok(false)`: the application's provider must be asked.
+    fn fresh_token(&mut self) -> Result<bool, String> {
+        let wall_ms = self.wall_ms;
+        // Refreshed at 80% of its lifetime, as Java's sasl.login.refresh.window.factor: a
+        // session is never shorter than the token's remaining life, and one re-authenticated
+        // with a token about to expire would be too short to re-authenticate again (Kafka
+        // allows one re-authentication a second; found on Apache Kafka with 3 s tokens).
+        if let Some((t, at)) = &self.token {
+            let refresh_at = at + (t.expires_at_ms - at) * 4 / 5;
+            if wall_ms < refresh_at && wall_ms < t.expires_at_ms {
+                return Ok(true);
+            }
+        }
+        if self.cfg.security.token_provider.is_some() {
+            return Ok(false);
         }
         match &self.cfg.security.sasl.unsecured_subject {
             Some(subject) => {
                 let lifetime = self.cfg.security.sasl.unsecured_lifetime_s;
-                self.token = Some(OAuthToken::unsecured(subject, wall_ms, lifetime));
-                Ok(())
+                self.token = Some((OAuthToken::unsecured(subject, wall_ms, lifetime), wall_ms));
+                Ok(true)
             }
-            None => Err(
-                "no unexpired OAUTHBEARER token: supply one with set_oauth_token, \
-                         or configure an unsecured one (sasl.oauthbearer.config=principal=NAME)"
-                    .into(),
-            ),
+            None => Err("no unexpired OAUTHBEARER token: set a token provider \
+                         (security.token_provider) or configure unsecured tokens for testing \
+                         (sasl.oauthbearer.config=principal=NAME)"
+                .into()),
         }
     }
 
-    /// The OAUTHBEARER token to authenticate with from now on.
-    pub fn set_token(&mut self, token: OAuthToken) {
-        self.token = Some(token);
+    /// The OAUTHBEARER token to authenticate with from now on: connections waiting for one
+    /// go on with it.
+    pub fn set_token(&mut self, token: OAuthToken, now: Instant) {
+        let wall_ms = self.wall_ms;
+        self.token = Some((token, wall_ms));
+        self.token_wanted = false;
+        for conn in self.awaiting_token() {
+            self.begin_exchange(conn, now);
+        }
+    }
+
+    /// The token provider failed: connections waiting for a token fail as unauthenticated.
+    pub fn token_failed(&mut self, why: &str, now: Instant) {
+        self.token_wanted = false;
+        for conn in self.awaiting_token() {
+            self.auth_failed(conn, now, |addr, mechanism| AuthError::Protocol {
+                addr,
+                mechanism,
+                reason: format!("the OAUTHBEARER token provider failed: {why}"),
+            });
+        }
+    }
+
+    /// Whether a connection waits for an OAUTHBEARER token the application must fetch (an
+    /// output: the driver calls the provider, then [`Network::set_token`]). Answers true once
+    /// per need.
+    pub fn poll_token_request(&mut self) -> bool {
+        std::mem::take(&mut self.token_wanted)
     }
 }

@@ -131,11 +131,15 @@ impl<T> Connection<T> {
             _ => None,
         };
         let reauth = self.reauth_at.filter(|_| self.sasl.is_none());
+        let token = match self.sasl {
+            Some(super::auth::Sasl::AwaitingToken { deadline }) => Some(deadline),
+            _ => None,
+        };
         // Deadlines grow in send order, so the oldest request expires first.
         let request = self.in_flight.front().map(|f| f.deadline);
         let idle = (self.state == State::Ready && self.in_flight.is_empty())
             .then_some(self.last_active + idle);
-        [setup, request, idle, self.muted_until, reauth]
+        [setup, request, idle, self.muted_until, reauth, token]
             .into_iter()
             .flatten()
             .min()

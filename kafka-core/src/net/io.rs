@@ -61,18 +61,37 @@ macro_rules! network_io {
                 self.drive(now);
             }
 
-            /// The wall clock, in seconds since the Unix epoch, that TLS certificates are
-            /// judged by and OAUTHBEARER tokens are issued at: an input like every clock
-            /// reading (the driver passes its runtime's when a connection opens).
-            pub fn handle_wall_clock(&mut self, unix_secs: u64) {
-                self.net.set_wall_clock(unix_secs);
+            /// The wall clock (time since the Unix epoch) that TLS certificates are judged by
+            /// and OAUTHBEARER tokens are refreshed by: an input like every clock reading
+            /// (the driver passes its runtime's every round).
+            pub fn handle_wall_clock(&mut self, since_epoch: std::time::Duration) {
+                self.net.set_wall_clock(since_epoch);
             }
 
-            /// The OAUTHBEARER token to authenticate with from now on (the application's
-            /// token provider answers here; connections use it as they authenticate or
-            /// re-authenticate).
-            pub fn set_oauth_token(&mut self, token: $crate::sasl::OAuthToken) {
-                self.net.set_token(token);
+            /// The OAUTHBEARER token to authenticate with from now on: the answer to
+            /// [`poll_token_request`](Self::poll_token_request) (or a token pushed before
+            /// one is asked for). Connections waiting for it go on.
+            pub fn set_oauth_token(
+                &mut self,
+                token: $crate::sasl::OAuthToken,
+                now: $crate::Instant,
+            ) {
+                self.net.set_token(token, now);
+                self.drive(now);
+            }
+
+            /// The token provider failed: what waits for a connection fails as
+            /// unauthenticated, naming `why`.
+            pub fn handle_token_error(&mut self, why: &str, now: $crate::Instant) {
+                self.net.token_failed(why, now);
+                self.drive(now);
+            }
+
+            /// Whether the application must fetch an OAUTHBEARER token (an output: true once
+            /// per need; answer with [`set_oauth_token`](Self::set_oauth_token) or
+            /// [`handle_token_error`](Self::handle_token_error)).
+            pub fn poll_token_request(&mut self) -> bool {
+                self.net.poll_token_request()
             }
         }
 
@@ -103,8 +122,17 @@ macro_rules! network_io {
             fn handle_timeout(&mut self, now: $crate::Instant) {
                 <$ty>::handle_timeout(self, now)
             }
-            fn handle_wall_clock(&mut self, unix_secs: u64) {
-                <$ty>::handle_wall_clock(self, unix_secs)
+            fn handle_wall_clock(&mut self, since_epoch: std::time::Duration) {
+                <$ty>::handle_wall_clock(self, since_epoch)
+            }
+            fn poll_token_request(&mut self) -> bool {
+                <$ty>::poll_token_request(self)
+            }
+            fn set_oauth_token(&mut self, token: $crate::sasl::OAuthToken, now: $crate::Instant) {
+                <$ty>::set_oauth_token(self, token, now)
+            }
+            fn handle_token_error(&mut self, why: &str, now: $crate::Instant) {
+                <$ty>::handle_token_error(self, why, now)
             }
             fn poll_output(&mut self) -> Option<$crate::net::Output<$event>> {
                 <$ty>::poll_output(self)

@@ -33,9 +33,16 @@ pub trait Machine {
     fn handle_closed(&mut self, conn: ConnId, now: Instant);
     /// Time passed.
     fn handle_timeout(&mut self, now: Instant);
-    /// The wall clock in seconds since the Unix epoch, for TLS certificate validity (and
-    /// OAUTHBEARER tokens): pass it before `handle_connected`.
-    fn handle_wall_clock(&mut self, unix_secs: u64);
+    /// The wall clock (time since the Unix epoch), for TLS certificate validity and
+    /// OAUTHBEARER token refresh: pass it before `handle_connected`, and keep it current.
+    fn handle_wall_clock(&mut self, since_epoch: std::time::Duration);
+    /// Whether the application's OAUTHBEARER token provider must be asked (true once per
+    /// need); answer with `set_oauth_token` or `handle_token_error`.
+    fn poll_token_request(&mut self) -> bool;
+    /// An OAUTHBEARER token from the application's provider.
+    fn set_oauth_token(&mut self, token: crate::sasl::OAuthToken, now: Instant);
+    /// The token provider failed.
+    fn handle_token_error(&mut self, why: &str, now: Instant);
     /// The next output.
     fn poll_output(&mut self) -> Option<Output<Self::Event>>;
     /// When to call `handle_timeout` next. A pure query.

@@ -108,12 +108,14 @@ pub struct Network<T> {
     node_failed: bool,
     /// An authentication failure not yet taken by the client.
     auth_failure: Option<AuthError>,
-    /// The OAUTHBEARER token to authenticate with.
-    token: Option<crate::sasl::OAuthToken>,
+    /// The OAUTHBEARER token to authenticate with, and when it came (wall clock, ms).
+    token: Option<(crate::sasl::OAuthToken, i64)>,
     /// Plaintext decrypted from TLS records, reused between reads.
     plain: Vec<u8>,
-    /// The wall clock last given, in seconds since the Unix epoch (0: never).
-    wall_secs: u64,
+    /// The wall clock last given, in milliseconds since the Unix epoch (0: never).
+    wall_ms: i64,
+    /// A connection waits for the application's OAUTHBEARER token, not yet asked for.
+    token_wanted: bool,
 }
 
 impl<T> Network<T> {
@@ -141,7 +143,8 @@ impl<T> Network<T> {
             auth_failure: None,
             token: None,
             plain: Vec::new(),
-            wall_secs: 0,
+            wall_ms: 0,
+            token_wanted: false,
         }
     }
 
@@ -505,10 +508,11 @@ impl<T> Network<T> {
         })
     }
 
-    /// Sets the wall clock that TLS certificates are judged by (seconds since the Unix
-    /// epoch): an input like every clock reading. The driver passes the runtime's.
-    pub fn set_wall_clock(&mut self, unix_secs: u64) {
-        self.wall_secs = unix_secs;
+    /// Sets the wall clock that TLS certificates are judged by and OAUTHBEARER tokens are
+    /// refreshed by: an input like every clock reading. The driver passes the runtime's.
+    pub fn set_wall_clock(&mut self, since_epoch: Duration) {
+        self.wall_ms = i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX);
+        let unix_secs = since_epoch.as_secs();
         #[cfg(feature = "tls")]
         if let Some(t) = &self.cfg.security.tls_client {
             t.set_wall_clock(unix_secs);
@@ -864,6 +868,7 @@ impl<T> Network<T> {
             }
         }
         self.reauthenticate_due(now);
+        self.expire_token_waits(now);
     }
 
     /// The next instant [`Network::handle_timeout`] has work at. A pure query.

@@ -10,6 +10,35 @@ use base64::Engine;
 use crate::config::{SaslMechanism, SaslSettings, Secret};
 use crate::rng::Rng;
 
+/// What a [`TokenProvider`] returns: a future the driver awaits (the core never polls it).
+pub type TokenFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<OAuthToken, String>> + Send>>;
+
+/// The application's OAUTHBEARER token source (Java's login callback handler), for
+/// `security.token_provider`: asked for a token whenever a connection needs one and the last
+/// has expired; async, so it may call an identity provider. An `Err` names why, and fails what
+/// waits on the connection as an authentication failure.
+#[derive(Clone)]
+pub struct TokenProvider(std::sync::Arc<dyn Fn() -> TokenFuture + Send + Sync>);
+
+impl TokenProvider {
+    /// A provider from a function returning the token's future.
+    pub fn new(f: impl Fn() -> TokenFuture + Send + Sync + 'static) -> Self {
+        TokenProvider(std::sync::Arc::new(f))
+    }
+
+    /// Starts fetching a token.
+    pub fn fetch(&self) -> TokenFuture {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for TokenProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenProvider")
+    }
+}
+
 /// An OAUTHBEARER token and when it expires.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthToken {

@@ -268,6 +268,7 @@ impl<R> std::fmt::Debug for Consumer<R> {
 impl<R: Runtime> Consumer<R> {
     /// Starts a consumer's driver.
     pub fn new(config: ConsumerConfig) -> Self {
+        let tokens = config.security.token_provider.clone();
         let (tx, rx) = mpsc::unbounded();
         let max_poll_records = config.max_poll_records.max(1) as usize;
         let has_group = config.group_id.is_some();
@@ -286,7 +287,7 @@ impl<R: Runtime> Consumer<R> {
             seeks: BTreeMap::new(),
             revoking: BTreeSet::new(),
         };
-        R::spawn(driver::run::<R, _>(session, rx));
+        R::spawn(driver::run::<R, _>(session, rx, tokens));
         Consumer {
             commands: tx,
             reading: None,

@@ -312,10 +312,11 @@ fn parts(config: ProducerConfig, wall_clock_us: fn() -> i64) -> (Arc<Shared>, Pr
 impl<R: Runtime> Producer<R> {
     /// Starts a producer's driver. Nothing connects until the first send.
     pub fn new(config: ProducerConfig) -> Self {
+        let tokens = config.security.token_provider.clone();
         let (tx, rx) = mpsc::unbounded();
         let max_block = config.max_block;
         let (shared, session) = parts(config, R::wall_clock_us);
-        R::spawn(driver::run::<R, _>(session, rx));
+        R::spawn(driver::run::<R, _>(session, rx, tokens));
         Producer {
             commands: tx,
             shared,

@@ -94,6 +94,8 @@ struct Conn {
     tls: Option<rustls::ServerConnection>,
     /// SASL: where authentication is.
     auth: Auth,
+    /// When the last re-authentication began: Kafka allows one a second.
+    last_reauth: Option<SimTime>,
 }
 
 /// A produce request waiting for acks=all.
@@ -141,6 +143,8 @@ pub struct ClusterStats {
     pub expired_sessions: u64,
     /// Connections closed for a request before authentication.
     pub unauthenticated: u64,
+    /// Re-authentications refused for coming within a second of the last.
+    pub early_reauths: u64,
     /// TLS sessions that failed.
     pub tls_failures: u64,
 }
@@ -245,6 +249,7 @@ impl SimCluster {
                 slots: VecDeque::new(),
                 tls: self.cfg.security.tls.then(security::tls_session),
                 auth,
+                last_reauth: None,
             },
         );
         true
@@ -380,7 +385,25 @@ impl SimCluster {
         let now = self.now;
         match body {
             RequestBody::ApiVersions(_) => None,
+            RequestBody::SaslHandshake(_)
+                if matches!(c.auth, Auth::Done { .. })
+                    && c.last_reauth
+                        .is_some_and(|t| now < t + SimTime::from_secs(1)) =>
+            {
+                // As Kafka: a re-authentication within a second of the last is not one; the
+                // request goes to the ordinary handler, which answers ILLEGAL_SASL_STATE.
+                self.stats.early_reauths += 1;
+                Some(Answer::Now(ResponseBody::SaslHandshake(
+                    SaslHandshakeResponse {
+                        error_code: 34,
+                        ..Default::default()
+                    },
+                )))
+            }
             RequestBody::SaslHandshake(r) => {
+                if matches!(c.auth, Auth::Done { .. }) {
+                    c.last_reauth = Some(now);
+                }
                 let enabled = sasl.mechanisms.contains(&r.mechanism);
                 if enabled {
                     c.auth = match &c.auth {

@@ -107,8 +107,8 @@ pub struct Report {
 
 /// The security of a seed's cluster and clients: most seeds PLAINTEXT; one in eight SSL, one
 /// in eight SASL_SSL with SCRAM-SHA-512, one in eight SASL_PLAINTEXT with PLAIN or
-/// SCRAM-SHA-256; SASL sessions last 200 ms to 1.1 s of virtual time, so they are
-/// re-authenticated many times in a run.
+/// SCRAM-SHA-256; SASL sessions last 1.5 s to 3 s of virtual time (Kafka allows one
+/// re-authentication a second), so they are re-authenticated several times in a run.
 pub fn security_for(seed: u64) -> (kafka_sim::Security, Vec<(String, String)>) {
     let mut cluster = kafka_sim::Security::default();
     let (protocol, mechanism) = match seed % 8 {
@@ -131,7 +131,7 @@ pub fn security_for(seed: u64) -> (kafka_sim::Security, Vec<(String, String)>) {
                 "SCRAM-SHA-512".into(),
             ],
             users: [(intruder::USER.to_owned(), intruder::PASSWORD.to_owned())].into(),
-            session_lifetime: Some(Duration::from_millis(200 + (seed / 16 % 7) * 150)),
+            session_lifetime: Some(Duration::from_millis(1_500 + (seed / 16 % 7) * 250)),
         });
         client.extend([
             ("sasl.mechanism".to_owned(), m.to_owned()),
@@ -597,12 +597,13 @@ fn check_final(run: &Run) -> Result<Report, Failure> {
     };
     let stats = w.cluster.stats();
     report.authentications = stats.authentications;
-    if stats.expired_sessions > 0 || stats.unauthenticated > 0 {
+    if stats.expired_sessions > 0 || stats.unauthenticated > 0 || stats.early_reauths > 0 {
         return Err(Failure::new(format!(
             "the brokers closed {} connections for a request after their SASL session ended \
-             and {} for one before authenticating: the client must re-authenticate in time and \
+             and {} for one before authenticating, and refused {} re-authentications within a \
+             second of the last: the client must re-authenticate in time, not too often, and \
              send nothing first",
-            stats.expired_sessions, stats.unauthenticated
+            stats.expired_sessions, stats.unauthenticated, stats.early_reauths
         )));
     }
     if stats.tls_failures > 0 {
