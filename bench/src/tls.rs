@@ -107,8 +107,9 @@ fn report(results: &[(usize, &str, &str, Measured)], records: u64, rounds: usize
          start), both clients on the same broker. Each producer runs in a child process of its \
          own into a 3-partition topic of its own, acks=1, no compression, the order of clients \
          rotating; each figure is the median of {rounds} rounds. CPU is the client's own (user \
-         and system, from `wait4`), per record. ours-tokio: `kafka-tokio` with rustls (ring); \
-         rdkafka-base: librdkafka 2.12's BaseProducer with OpenSSL. Absolute numbers on this \
+         and system, from `wait4`), per record. ours-tokio: `kafka-tokio` with rustls (ring), \
+         over 3 connections (`connections.per.broker=3`, as in the matrix); rdkafka-base: \
+         librdkafka 2.12's BaseProducer with OpenSSL, over one (it has no such setting). Absolute numbers on this \
          shared 2-core machine are noise (the broker competes for the same cores); the ratios \
          are the point.\n",
         tests::kafka::version()

@@ -5,6 +5,28 @@ use std::path::{Path, PathBuf};
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
+/// The password of `client-enc.key`, the client's key encrypted (PBES2: PBKDF2-SHA256, AES-256-CBC).
+pub const KEY_PASSWORD: &str = "key-pw-Tq5";
+
+/// A PKCS#8 PEM private key, encrypted with `password`.
+pub fn encrypt_key(pem: &str, password: &str) -> String {
+    use pkcs8::der::pem::LineEnding;
+    use pkcs8::der::Decode;
+    let (_, doc) = pkcs8::SecretDocument::from_pem(pem).expect("a PKCS#8 PEM key");
+    let info = pkcs8::PrivateKeyInfo::from_der(doc.as_bytes()).expect("PKCS#8");
+    let params = pkcs8::pkcs5::pbes2::Parameters::pbkdf2_sha256_aes256cbc(
+        2048,
+        b"0123456789abcdef",
+        b"fedcba9876543210",
+    )
+    .expect("PBES2 parameters");
+    info.encrypt_with_params(params, password)
+        .expect("encrypt the key")
+        .to_pem("ENCRYPTED PRIVATE KEY", LineEnding::LF)
+        .expect("PEM")
+        .to_string()
+}
+
 /// A certificate and its private key, in PEM.
 #[derive(Debug, Clone)]
 pub struct Pem {
@@ -60,7 +82,8 @@ fn leaf(names: &[&str], cn: &str, ca: &rcgen::Certificate, ca_key: &KeyPair) -> 
 
 impl Pki {
     /// Makes the PKI and writes `ca.pem`, `broker.pem` (key and chain, a PEM keystore),
-    /// `client.crt`, `client.key` and `other-ca.pem` under `dir`.
+    /// `client.crt`, `client.key`, `client-enc.key` (encrypted with [`KEY_PASSWORD`]) and
+    /// `other-ca.pem` under `dir`.
     pub fn create(dir: &Path) -> Pki {
         std::fs::create_dir_all(dir).expect("the PKI's directory");
         let (ca, ca_cert, ca_key) = make_ca("kafka-rs test CA");
@@ -84,6 +107,10 @@ impl Pki {
         );
         write("client.crt", &pki.client.cert);
         write("client.key", &pki.client.key);
+        write(
+            "client-enc.key",
+            &encrypt_key(&pki.client.key, KEY_PASSWORD),
+        );
         write("other-ca.pem", &pki.other_ca.cert);
         pki
     }

@@ -161,6 +161,25 @@ fn kafka_ssl_with_mutual_tls_and_sasl_ssl_with_an_inline_pem_truststore_round_tr
             ],
         );
         round_trip(&cfg, "mtls", 200).await;
+        // The same with the key encrypted (PKCS#8, PBES2) and ssl.key.password.
+        let cfg = settings(
+            "SSL",
+            &[
+                ca(),
+                ("ssl.certificate.location", f.pki.path("client.crt")),
+                ("ssl.key.location", f.pki.path("client-enc.key")),
+                ("ssl.key.password", tests::pki::KEY_PASSWORD.into()),
+            ],
+        );
+        round_trip(&cfg, "mtls-encrypted-key", 20).await;
+        // A wrong key password is a configuration error naming the setting, not the secret.
+        let mut wrong = cfg.clone();
+        wrong.last_mut().unwrap().1 = "not-the-key-password".into();
+        let e = Producer::from_map(wrong).unwrap_err().to_string();
+        assert!(
+            e.contains("ssl.key.password") && !e.contains("not-the-key-password"),
+            "{e}"
+        );
         let cfg = settings(
             "SASL_SSL",
             &[

@@ -104,6 +104,57 @@ fn invalid(key: &'static str, origin: String, rule: String) -> ConfigError {
     }
 }
 
+/// The client's private key from PEM: PKCS#8, PKCS#1 RSA or SEC1 EC, or encrypted PKCS#8
+/// (`ENCRYPTED PRIVATE KEY`) with `ssl.key.password`. Errors name where the key came from,
+/// never its contents or the password.
+fn private_key(s: &TlsSettings, pem: &str) -> Result<PrivateKeyDer<'static>, ConfigError> {
+    if !pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+        return PrivateKeyDer::from_pem_slice(pem.as_bytes()).map_err(|_| {
+            invalid(
+                "ssl.key.location",
+                s.origin("key"),
+                "a PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC)".into(),
+            )
+        });
+    }
+    let Some(password) = &s.key_password else {
+        return Err(invalid(
+            "ssl.key.password",
+            s.origin("key"),
+            "the password of the encrypted private key (the key is ENCRYPTED PRIVATE KEY)".into(),
+        ));
+    };
+    let start = pem
+        .find("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+        .expect("checked above");
+    let (_, doc) = pkcs8::SecretDocument::from_pem(&pem[start..]).map_err(|_| {
+        invalid(
+            "ssl.key.location",
+            s.origin("key"),
+            "a well-formed ENCRYPTED PRIVATE KEY PEM block".into(),
+        )
+    })?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(doc.as_bytes()).map_err(|_| {
+        invalid(
+            "ssl.key.location",
+            s.origin("key"),
+            "an encrypted PKCS#8 key".into(),
+        )
+    })?;
+    let plain = info.decrypt(password.expose()).map_err(|_| {
+        invalid(
+            "ssl.key.password",
+            "<redacted>".into(),
+            format!(
+                "the password that decrypts the private key of {} (this one does not, or the \
+                 key's cipher is not PBES2 with AES-CBC)",
+                s.origin("key")
+            ),
+        )
+    })?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
+}
+
 impl TlsClient {
     /// Builds the client from the settings: parses every PEM, loads the system's roots when
     /// no CA is given. Errors name the setting and the fix, never a key's contents.
@@ -182,23 +233,7 @@ impl TlsClient {
                         "a PEM certificate chain (-----BEGIN CERTIFICATE-----)".into(),
                     ));
                 }
-                if key.expose().contains("ENCRYPTED PRIVATE KEY") {
-                    return Err(invalid(
-                        "ssl.key.location",
-                        s.origin("key"),
-                        "an unencrypted PEM private key: encrypted keys are not supported; \
-                         decrypt it with `openssl pkcs8 -in key.pem -out plain.pem`"
-                            .into(),
-                    ));
-                }
-                // The key's contents never reach the error, only where it came from.
-                let key = PrivateKeyDer::from_pem_slice(key.expose().as_bytes()).map_err(|_| {
-                    invalid(
-                        "ssl.key.location",
-                        s.origin("key"),
-                        "a PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC)".into(),
-                    )
-                })?;
+                let key = private_key(s, key.expose())?;
                 builder.with_client_auth_cert(chain, key).map_err(|e| {
                     invalid(
                         "ssl.certificate.location",
