@@ -23,9 +23,10 @@ pub use kafka_core::admin::{
 };
 pub use kafka_core::config::{Acks, Assignor, IsolationLevel, OffsetReset};
 pub use kafka_core::config::{AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};
+pub use kafka_core::config::{SaslMechanism, Secret, SecurityProtocol};
 pub use kafka_core::fetcher::{FetchError, StartFrom, SubscribeError};
 pub use kafka_core::group::offsets::CommitError;
-pub use kafka_core::net::{ConnectError, RequestError};
+pub use kafka_core::net::{AuthError, ConnectError, RequestError};
 /// Why the producer refused a record (inside [`SendError::Rejected`] and
 /// [`DeliveryError::Refused`]).
 pub use kafka_core::producer::SendError as CoreSendError;
@@ -33,6 +34,7 @@ pub use kafka_core::producer::{Certainty, DeliveryError, Topic};
 pub use kafka_core::proto::compression::Compression;
 pub use kafka_core::proto::record::{Header, Headers};
 pub use kafka_core::proto::{DecodeError, ErrorCode, NegotiationError};
+pub use kafka_core::sasl::{OAuthToken, TokenFuture, TokenProvider};
 pub use kafka_core::Instant;
 pub use producer::{Delivered, Delivery, Failed, Producer, Record, SendError};
 pub use runtime::{os_clock, Connecting, Runtime};
