@@ -423,23 +423,18 @@ mod sasl {
         ok(&run(&["perf", "consume", "-t", "secure", "-n", "2003"], ""));
         ok(&run(&["topic", "delete", "secure"], ""));
         // A wrong password: one line naming the cause, exit 1, the password nowhere.
-        let bad = cli(
-            &b,
-            &[
-                "-X",
-                "security.protocol=SASL_SSL",
-                "-X",
-                "sasl.mechanism=SCRAM-SHA-512",
-                "-X",
-                "sasl.username=alice",
-                "-X",
-                "sasl.password=Wrong-Pw-77",
-                "-X",
-                &ca,
-                "metadata",
-            ],
-            "",
-        );
+        let bad_args: Vec<&str> = sec
+            .iter()
+            .map(|a| {
+                if *a == pw {
+                    "sasl.password=Wrong-Pw-77"
+                } else {
+                    a
+                }
+            })
+            .chain(["metadata"])
+            .collect();
+        let bad = cli(&b, &bad_args, "");
         fails_with(&bad, "refused SASL SCRAM-SHA-512 authentication");
         assert!(!String::from_utf8_lossy(&bad.stderr).contains("Wrong-Pw-77"));
         // A malformed secret setting is not echoed either.

@@ -86,7 +86,6 @@ impl<T> Network<T> {
 
     /// A SaslHandshake or SaslAuthenticate response.
     pub(super) fn on_auth(&mut self, conn: ConnId, body: ResponseBody, now: Instant) {
-        let mechanism = self.cfg.security.sasl.mechanism.name();
         match body {
             ResponseBody::SaslHandshake(r) => {
                 if r.error_code == 34 {
@@ -171,10 +170,7 @@ impl<T> Network<T> {
                     }
                 }
             }
-            _ => {
-                let _ = mechanism;
-                unreachable!("tagged as authentication")
-            }
+            _ => unreachable!("tagged as authentication"),
         }
     }
 
