@@ -1,5 +1,6 @@
-//! The benchmarked clients, each run in a child process of its own: this project on tokio and
-//! on async-std, librdkafka's BaseProducer, FutureProducer and StreamConsumer, and rskafka.
+//! The benchmarked clients, each run in a child process of its own: this project through
+//! `kafka-cli perf produce` and in the bench's loop on tokio and on async-std, librdkafka's
+//! BaseProducer, FutureProducer, BaseConsumer and StreamConsumer, and rskafka.
 //! Each returns what it did; the parent measures CPU time and peak RSS with `wait4`.
 
 use std::collections::VecDeque;
@@ -52,9 +53,10 @@ const WINDOW: usize = 100_000;
 /// The settings every producer gets (as each client spells them).
 pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
     let idempotent = if j.acks == "all" { "true" } else { "false" };
-    // ONE_CONNECTION runs on one connection, as librdkafka does: the same client, to show
-    // how much of the difference is the broker serving connections in parallel.
-    let connections = if j.client == ONE_CONNECTION { "1" } else { "3" };
+    // One connection, as every peer produces; THREE_CONNECTIONS is the same client on a
+    // connection per partition, to show how much the broker serving connections in parallel
+    // adds.
+    let connections = if j.client == THREE_CONNECTIONS { "3" } else { "1" };
     [
         ("bootstrap.servers", j.brokers.as_str()),
         ("acks", j.acks.as_str()),
@@ -63,8 +65,8 @@ pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
         ("batch.size", "1000000"),
         ("max.request.size", "1048576"),
         ("enable.idempotence", idempotent),
-        // A connection per partition of the topic (this project's setting, not Java's or
-        // librdkafka's): the broker serves each connection's requests one at a time.
+        // This project's setting (not Java's or librdkafka's): the broker serves each
+        // connection's requests one at a time.
         ("connections.per.broker", connections),
     ]
     .into_iter()
@@ -73,8 +75,11 @@ pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
     .collect()
 }
 
-/// ours-tokio with `connections.per.broker=1`.
-pub const ONE_CONNECTION: &str = "ours-tokio-1conn";
+/// ours-tokio with `connections.per.broker=3`: a connection per partition.
+pub const THREE_CONNECTIONS: &str = "ours-tokio-3conn";
+
+/// `kafka-cli perf produce`, the tool a user runs first (the path comes from `KAFKA_CLI`).
+pub const CLI: &str = "ours-cli";
 
 pub fn rdkafka_producer_config(j: &Job) -> Vec<(String, String)> {
     let idempotent = if j.acks == "all" { "true" } else { "false" };
@@ -86,6 +91,10 @@ pub fn rdkafka_producer_config(j: &Job) -> Vec<(String, String)> {
         ("batch.size", "1000000"),
         ("message.max.bytes", "1048576"),
         ("enable.idempotence", idempotent),
+        // Room for every record in flight, as rdkafka_performance gives itself: the loop below
+        // never waits for the queue.
+        ("queue.buffering.max.messages", "10000000"),
+        ("queue.buffering.max.kbytes", "2097151"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -100,12 +109,16 @@ pub fn rskafka_batch(size: usize) -> usize {
 
 pub fn run(j: &Job) -> Done {
     match (j.client.as_str(), j.role.as_str()) {
-        ("ours-tokio" | ONE_CONNECTION, "produce") => tokio_rt().block_on(ours_tokio_produce(j)),
+        ("ours-tokio" | THREE_CONNECTIONS, "produce") => {
+            tokio_rt().block_on(ours_tokio_produce(j))
+        }
+        (CLI, "produce") => exec_cli(j),
         ("ours-asyncstd", "produce") => smol::block_on(ours_asyncstd_produce(j)),
         ("ours-tokio", "consume") => tokio_rt().block_on(ours_tokio_consume(j)),
         ("rdkafka-base", "produce") => rdkafka_base_produce(j),
         ("rdkafka-future", "produce") => tokio_rt().block_on(rdkafka_future_produce(j)),
         ("rdkafka-stream", "consume") => tokio_rt().block_on(rdkafka_stream_consume(j)),
+        ("rdkafka-base", "consume") => rdkafka_base_consume(j),
         ("rskafka", "produce") => tokio_rt().block_on(rskafka_produce(j)),
         (c, r) => panic!("unknown client {c} for {r}"),
     }
@@ -181,19 +194,20 @@ macro_rules! ours_produce {
                     done.latencies_us.push(t);
                 }
             } else {
-                let mut pending = VecDeque::new();
+                // The API's bulk idiom (as `kafka-cli perf produce`): outcomes in send order.
+                let mut pending = $krate::Deliveries::new();
                 for _ in 0..j.count {
-                    pending.push_back(
-                        p.send(Record::new(topic.clone(), value.clone()))
-                            .await
-                            .expect("send"),
-                    );
+                    let d = p
+                        .send(Record::new(topic.clone(), value.clone()))
+                        .await
+                        .expect("send");
+                    pending.push(d, ());
                     if pending.len() >= WINDOW {
-                        pending.pop_front().expect("full").await.expect("delivered");
+                        pending.next().await.expect("full").1.expect("delivered");
                     }
                 }
-                for d in pending {
-                    d.await.expect("delivered");
+                while let Some(((), outcome)) = pending.next().await {
+                    outcome.expect("delivered");
                 }
             }
             done.secs = start.elapsed().as_secs_f64();
@@ -225,10 +239,10 @@ fn bytes_of(size: usize) -> Vec<u8> {
 
 async fn ours_tokio_consume(j: &Job) -> Done {
     use kafka_tokio::{Consumer, StartFrom};
+    // One connection to the broker, as librdkafka fetches.
     let mut c = Consumer::from_map([
         ("bootstrap.servers", j.brokers.as_str()),
-        // A connection per partition, as for our producers (this project's setting).
-        ("connections.per.broker", "3"),
+        ("connections.per.broker", "1"),
     ])
     .expect("config");
     c.assign(
@@ -255,20 +269,23 @@ struct Latencies {
     failed: std::sync::atomic::AtomicU64,
 }
 
-/// The delivery-report context (a local type around the shared state).
+/// The delivery-report context (a local type around the shared state). Its callback does no
+/// allocation and takes no lock per record unless latencies are measured (open loop), as
+/// `rdkafka_performance`'s own callback counts.
 struct Ctx(Arc<Latencies>);
 
 impl rdkafka::ClientContext for Ctx {}
 
 impl rdkafka::producer::ProducerContext for Ctx {
-    type DeliveryOpaque = Box<u64>;
-    fn delivery(&self, r: &rdkafka::message::DeliveryResult<'_>, i: Box<u64>) {
+    /// The record's index, carried in the opaque pointer itself (no `Box`).
+    type DeliveryOpaque = usize;
+    fn delivery(&self, r: &rdkafka::message::DeliveryResult<'_>, i: usize) {
         let l = &self.0;
         if r.is_err() {
             l.failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         if l.rate > 0 {
-            let t = intended(l.start, *i, l.rate).elapsed().as_micros() as u64;
+            let t = intended(l.start, i as u64, l.rate).elapsed().as_micros() as u64;
             l.seen.lock().expect("not poisoned").push(t);
         }
     }
@@ -302,8 +319,8 @@ fn rdkafka_base_produce(j: &Job) -> Done {
                 p.poll(due - Instant::now());
             }
         }
-        let mut record = BaseRecord::<(), [u8], Box<u64>>::with_opaque_to(&j.topic, Box::new(i))
-            .payload(&value[..]);
+        let mut record =
+            BaseRecord::<(), [u8], usize>::with_opaque_to(&j.topic, i as usize).payload(&value[..]);
         loop {
             match p.send(record) {
                 Ok(()) => break,
@@ -314,7 +331,11 @@ fn rdkafka_base_produce(j: &Job) -> Done {
                 }
             }
         }
-        p.poll(Duration::ZERO);
+        // Delivery reports every 1,000 sends (every send in the open loop, whose latencies
+        // count from them), not a poll per record.
+        if j.rate > 0 || i % 1000 == 999 {
+            p.poll(Duration::ZERO);
+        }
     }
     p.flush(Duration::from_secs(120)).expect("flushed");
     let failed = ctx.failed.load(std::sync::atomic::Ordering::Relaxed);
@@ -363,6 +384,55 @@ async fn rdkafka_future_produce(j: &Job) -> Done {
     }
     Done {
         records: j.count,
+        secs: start.elapsed().as_secs_f64(),
+        ..Done::default()
+    }
+}
+
+/// Replaces this child with `kafka-cli perf produce`, the tool a user runs, with the settings
+/// ours-tokio gets; `wait4` in the parent measures it, and its `--json` line is the report.
+fn exec_cli(j: &Job) -> Done {
+    use std::os::unix::process::CommandExt;
+    let cli = std::env::var("KAFKA_CLI").expect("KAFKA_CLI: the path of a release kafka-cli");
+    let mut cmd = std::process::Command::new(cli);
+    cmd.args(["-b", &j.brokers]);
+    for (k, v) in ours_producer_config(j) {
+        if k != "bootstrap.servers" {
+            cmd.args(["-X", &format!("{k}={v}")]);
+        }
+    }
+    cmd.args(["perf", "produce", "-t", &j.topic, "--json"]);
+    cmd.args(["-n", &j.count.to_string(), "-s", &j.size.to_string()]);
+    panic!("exec {cmd:?}: {}", cmd.exec());
+}
+
+/// librdkafka's BaseConsumer, polled in a loop: its fastest consumer API.
+fn rdkafka_base_consume(j: &Job) -> Done {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Offset, TopicPartitionList};
+    let c: BaseConsumer = rdkafka_config(vec![
+        ("bootstrap.servers".into(), j.brokers.clone()),
+        ("group.id".into(), "bench".into()),
+        ("enable.auto.commit".into(), "false".into()),
+    ])
+    .create()
+    .expect("config");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        tpl.add_partition_offset(&j.topic, p, Offset::Beginning)
+            .expect("valid");
+    }
+    c.assign(&tpl).expect("assigned");
+    let start = Instant::now();
+    let mut n = 0;
+    while n < j.count {
+        if let Some(m) = c.poll(Duration::from_millis(100)) {
+            m.expect("a record");
+            n += 1;
+        }
+    }
+    Done {
+        records: n,
         secs: start.elapsed().as_secs_f64(),
         ..Done::default()
     }

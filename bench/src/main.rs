@@ -63,15 +63,16 @@ pub struct Cell {
     pub consumers: Vec<Measured>,
 }
 
-pub const PRODUCERS: [&str; 6] = [
+pub const PRODUCERS: [&str; 7] = [
+    clients::CLI,
     "ours-tokio",
-    clients::ONE_CONNECTION,
+    clients::THREE_CONNECTIONS,
     "ours-asyncstd",
     "rdkafka-base",
     "rdkafka-future",
     "rskafka",
 ];
-pub const CONSUMERS: [&str; 2] = ["ours-tokio", "rdkafka-stream"];
+pub const CONSUMERS: [&str; 3] = ["ours-tokio", "rdkafka-base", "rdkafka-stream"];
 /// Whose topic the consumers read (the same for both).
 const CONSUMED_TOPIC_PRODUCER: &str = "rdkafka-base";
 
@@ -196,7 +197,11 @@ pub(crate) fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
     let mut m = Measured {
         client: job.client.clone(),
         records: v["records"].as_u64().unwrap_or(0),
-        secs: v["secs"].as_f64().unwrap_or(0.0),
+        // `kafka-cli perf --json` says "seconds".
+        secs: v["secs"]
+            .as_f64()
+            .or(v["seconds"].as_f64())
+            .unwrap_or(0.0),
         cpu_secs: tv(ru.ru_utime) + tv(ru.ru_stime),
         peak_rss_mb: ru.ru_maxrss as f64 / 1024.0,
         latency_us: (job.rate > 0).then_some(lat),

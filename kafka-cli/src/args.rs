@@ -159,6 +159,12 @@ pub enum PerfCommand {
         /// Value size in bytes.
         #[arg(short = 's', long, default_value_t = 100)]
         size: usize,
+        /// How records are sent and their outcomes taken, to compare the API's idioms: a window
+        /// of `Deliveries` taken oldest first with one shared `Topic` (the fastest), a
+        /// `FuturesUnordered` of deliveries, deliveries dropped unawaited (then a flush), or
+        /// `Deliveries` with the topic passed as a `String` per record.
+        #[arg(long, value_enum, default_value_t = Idiom::Deliveries)]
+        idiom: Idiom,
         /// The global -X settings (filled in from [`Cli::config`]).
         #[arg(skip)]
         config: Vec<String>,
@@ -184,6 +190,19 @@ pub enum PerfCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// How `perf produce` sends (see its `--idiom`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Idiom {
+    /// A window of `Deliveries` taken oldest first, one shared `Topic`.
+    Deliveries,
+    /// Every delivery pushed into a `FuturesUnordered`, taken as they complete.
+    FuturesUnordered,
+    /// Deliveries dropped unawaited; a flush at the end.
+    Detached,
+    /// `Deliveries`, with the topic passed as a `String` for each record.
+    StringTopic,
 }
 
 /// Splits `key=value` settings, naming the bad one.

@@ -110,6 +110,7 @@ async fn run(cli: Cli) -> CliResult<()> {
                     topic,
                     count,
                     size,
+                    idiom,
                     config: _,
                     json,
                 },
@@ -119,6 +120,7 @@ async fn run(cli: Cli) -> CliResult<()> {
                 topic,
                 count,
                 size,
+                idiom,
                 config,
                 json,
             };

@@ -88,21 +88,52 @@ impl std::fmt::Display for Topic {
     }
 }
 
+/// The names this thread made into a `Topic` last: a record built with a `&str` or `String`
+/// topic shares the allocation of the one before it instead of making its own. An
+/// application sending to a few topics by name then costs a compare per record, not an
+/// allocation and a free (about a tenth of a small record's cost). Names only, so nothing
+/// observable depends on it.
+const RECENT: usize = 4;
+
+std::thread_local! {
+    static RECENT_TOPICS: std::cell::RefCell<([Option<Topic>; RECENT], usize)> =
+        const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
+}
+
+impl Topic {
+    /// The topic named `name`, shared with a recent one of the same name.
+    fn interned(name: &str, make: impl FnOnce() -> std::sync::Arc<str>) -> Topic {
+        RECENT_TOPICS
+            .try_with(|cell| {
+                let (recent, next) = &mut *cell.borrow_mut();
+                if let Some(t) = recent.iter().flatten().find(|t| t.as_str() == name) {
+                    return t.clone();
+                }
+                let t = Topic(make());
+                recent[*next] = Some(t.clone());
+                *next = (*next + 1) % RECENT;
+                t
+            })
+            // During the thread's teardown: no cache.
+            .unwrap_or_else(|_| Topic(name.into()))
+    }
+}
+
 impl From<&str> for Topic {
     fn from(s: &str) -> Self {
-        Topic(s.into())
+        Topic::interned(s, || s.into())
     }
 }
 
 impl From<String> for Topic {
     fn from(s: String) -> Self {
-        Topic(s.into())
+        Topic::interned(&s, || s.as_str().into())
     }
 }
 
 impl From<&String> for Topic {
     fn from(s: &String) -> Self {
-        Topic(s.as_str().into())
+        Topic::interned(s, || s.as_str().into())
     }
 }
 
@@ -127,5 +158,35 @@ impl PartialEq<str> for Topic {
 impl PartialEq<&str> for Topic {
     fn eq(&self, other: &&str) -> bool {
         &*self.0 == *other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Record::new("orders", v)` or `Record::new(name.clone(), v)` per record allocated a
+    /// name per record: `kafka-cli perf produce --idiom string-topic` ran at 0.88× the
+    /// records/s of a shared `Topic`. Recent names are now shared.
+    #[test]
+    fn names_made_into_topics_share_a_recent_allocation() {
+        let a = Topic::from("orders");
+        let b = Topic::from(String::from("orders"));
+        let c = Topic::from(&String::from("orders"));
+        assert!(Topic::ptr_eq(&a, &b) && Topic::ptr_eq(&b, &c));
+        // Four names stay shared; a fifth pushes out the oldest, which still compares equal.
+        let names = ["t1", "t2", "t3", "t4"];
+        let first: Vec<Topic> = names.iter().map(|n| Topic::from(*n)).collect();
+        for (n, t) in names.iter().zip(&first) {
+            assert!(Topic::ptr_eq(&Topic::from(*n), t), "{n}");
+        }
+        let again = Topic::from("orders");
+        assert!(
+            !Topic::ptr_eq(&again, &a),
+            "pushed out by the four after it"
+        );
+        assert_eq!(again, a);
+        assert_ne!(Topic::from("orders2"), a);
+        assert_eq!(Topic::from(""), Topic::default());
     }
 }

@@ -36,5 +36,5 @@ pub use kafka_core::proto::record::{Header, Headers};
 pub use kafka_core::proto::{DecodeError, ErrorCode, NegotiationError};
 pub use kafka_core::sasl::{OAuthToken, TokenFuture, TokenProvider};
 pub use kafka_core::Instant;
-pub use producer::{Delivered, Delivery, Failed, Producer, Record, SendError};
+pub use producer::{Delivered, Deliveries, Delivery, Failed, Producer, Record, SendError};
 pub use runtime::{os_clock, Connecting, Runtime};

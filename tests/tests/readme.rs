@@ -15,22 +15,105 @@ fn dedent(block: &str) -> String {
         .join("\n")
 }
 
-#[test]
-fn the_readme_shows_this_example() {
+/// The README's `n`th Rust block, as this file holds it between `// {name} begins` and
+/// `// {name} ends`.
+fn assert_readme_shows(n: usize, name: &str) {
     let readme = include_str!("../../README.md");
-    let start = readme
-        .find("```rust,ignore\n")
-        .expect("the README has the example")
-        + 15;
+    let mut start = 0;
+    for _ in 0..=n {
+        start += readme[start..]
+            .find("```rust,ignore\n")
+            .expect("the README has the example")
+            + 15;
+    }
     let end = start + readme[start..].find("```").expect("the block ends");
     let shown = readme[start..end].replace("\"localhost:9092\"", "BOOTSTRAP");
     let me = include_str!("readme.rs");
-    let begin = me.find("// README example begins\n").expect("marker") + 25;
+    let open = format!("// {name} begins\n");
+    let begin = me.find(&open).expect("marker") + open.len();
     let finish = begin
         + me[begin..]
-            .find("    // README example ends")
+            .find(&format!("    // {name} ends"))
             .expect("marker");
     assert_eq!(dedent(&me[begin..finish]).trim_end(), shown.trim_end());
+}
+
+#[test]
+fn the_readme_shows_this_example() {
+    assert_readme_shows(0, "README example");
+}
+
+#[test]
+fn the_readme_shows_this_sending_example() {
+    assert_readme_shows(1, "README sending example");
+}
+
+/// The README's bulk-sending idiom: every record delivered.
+async fn sending(
+    producer: &kafka_tokio::Producer,
+    values: Vec<bytes::Bytes>,
+) -> Result<(), Box<dyn Error>> {
+    // README sending example begins
+    use futures_util::StreamExt;
+    use kafka_tokio::{Deliveries, Producer, Record, Topic};
+
+    let topic = Topic::from("events"); // made once; a &str or String topic is matched to it
+    let mut pending = Deliveries::new();
+    for (i, value) in values.into_iter().enumerate() {
+        pending.push(producer.send(Record::new(topic.clone(), value)).await?, i);
+        if pending.len() >= 100_000 {
+            let (i, outcome) = pending.next().await.expect("not empty");
+            outcome.map_err(|failed| format!("record {i}: {failed}"))?;
+        }
+    }
+    while let Some((i, outcome)) = pending.next().await {
+        outcome.map_err(|failed| format!("record {i}: {failed}"))?;
+    }
+    // README sending example ends
+    assert!(pending.is_empty());
+    let _: Option<Producer> = None; // the README's import, used
+    Ok(())
+}
+
+#[test]
+fn the_readme_sending_example_runs_on_tansu() {
+    let broker = TestBroker::exclusive(Kind::Tansu);
+    broker.create_topic("events", 3);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let producer =
+            kafka_tokio::Producer::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
+        let values: Vec<bytes::Bytes> = (0..250_000)
+            .map(|i| bytes::Bytes::from(format!("v{i}")))
+            .collect();
+        tokio::time::timeout(Duration::from_secs(60), sending(&producer, values))
+            .await
+            .expect("the example finishes")
+            .expect("every record delivered");
+        producer.close(Duration::from_secs(5)).await;
+        // Every record is in the log, once.
+        let mut consumer =
+            kafka_tokio::Consumer::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
+        consumer
+            .assign(
+                (0..3).map(|p| ("events", p)),
+                kafka_tokio::StartFrom::Earliest,
+            )
+            .unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        while seen.len() < 250_000 {
+            let batch = tokio::time::timeout(Duration::from_secs(30), consumer.recv_batch())
+                .await
+                .expect("records within 30 s")
+                .expect("records");
+            for r in batch {
+                assert!(seen.insert(r.value.expect("a value")), "a duplicate");
+            }
+        }
+    });
 }
 
 #[allow(non_snake_case)]

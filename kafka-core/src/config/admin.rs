@@ -45,3 +45,29 @@ impl AdminConfig {
         Self::parse_map(map)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `kafka-cli -X connections.per.broker=1 perf produce` failed before producing: the CLI
+    /// gives its global settings to the admin client too, which refused the project's own
+    /// producer and consumer key (found running the benchmark through the CLI).
+    #[test]
+    fn the_projects_own_producer_and_consumer_keys_are_noted_not_refused() {
+        let c = AdminConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("connections.per.broker", "3"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.notes(),
+            ["`connections.per.broker` is a producer and consumer setting; the admin ignores it"]
+        );
+        assert!(AdminConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("connections.per.brokr", "3")
+        ])
+        .is_err());
+    }
+}

@@ -122,6 +122,14 @@ const CONSUMER: &[&str] = &[
 
 const ADMIN: &[&str] = &["default.api.timeout.ms", "retries"];
 
+/// This project's own settings (not Java's), by the clients that take them: another client
+/// notes and ignores them as it does the Java keys of other clients, so that one set of
+/// settings (the CLI's `-X`) can serve every client.
+const OWN: &[(&str, &[Client])] = &[(
+    "connections.per.broker",
+    &[Client::Producer, Client::Consumer],
+)];
+
 fn keys(client: Client) -> &'static [&'static str] {
     match client {
         Client::Producer => PRODUCER,
@@ -148,7 +156,13 @@ pub fn note(of: Client, key: &str) -> Option<String> {
     }
     let owners: Vec<&str> = [Client::Producer, Client::Consumer, Client::Admin]
         .into_iter()
-        .filter(|c| *c != of && keys(*c).contains(&key))
+        .filter(|c| {
+            *c != of
+                && (keys(*c).contains(&key)
+                    || OWN
+                        .iter()
+                        .any(|(k, owners)| *k == key && owners.contains(c)))
+        })
         .map(Client::name)
         .collect();
     (!owners.is_empty()).then(|| {

@@ -146,6 +146,8 @@ impl Producer {
             ),
             acc: Accumulator::new(
                 cfg.batch_size,
+                // As librdkafka's batches: at most 1 MB, and within a request.
+                cfg.max_request_size.min(1 << 20),
                 cfg.linger,
                 cfg.compression,
                 cfg.buffer_memory,
@@ -267,8 +269,8 @@ impl Producer {
                 first
             }
         };
-        // Only a new batch (or a full one, which opens a new one) wakes the sender; appending
-        // to an open batch changes nothing it would act on.
+        // Only a new batch, or one just filled to batch.size, wakes the sender; appending to
+        // an open batch changes nothing it would act on.
         if wake || self.linger_at.is_some_and(|t| t <= now) {
             self.drive(now);
         }
@@ -292,7 +294,7 @@ impl Producer {
     }
 
     /// Partitions and appends a record, or hands it back while its topic's metadata is unknown
-    /// or memory is short. Returns whether the sender should wake (a new batch opened, or the
+    /// or memory is short. Returns whether the sender should wake (a new batch opened or one filled, or the
     /// record resolved at once).
     #[allow(clippy::result_large_err)] // the record comes back by value, as above
     fn append(
@@ -365,7 +367,7 @@ impl Producer {
                 appended.new_batch,
             );
         }
-        Ok(appended.new_batch)
+        Ok(appended.new_batch || appended.filled)
     }
 
     /// Whether the producer did work, since the last call, that its IO loop must act on: it
@@ -556,6 +558,8 @@ impl Producer {
             let purpose = Purpose::lane(lane);
             let Some(conn) = self.net.ready(node, purpose, now) else {
                 self.stalled_since.entry((node, lane)).or_insert(now);
+                // Their batches wait: once full, they may grow rather than queue more.
+                self.acc.waiting(&partitions);
                 continue;
             };
             self.stalled_since.remove(&(node, lane));

@@ -22,7 +22,10 @@ use kafka_core::Instant;
 
 use crate::driver::{self, Session};
 
+mod deliveries;
 mod pending;
+
+pub use deliveries::Deliveries;
 
 use crate::runtime::Runtime;
 use pending::{Pending, Polled};
@@ -155,23 +158,28 @@ impl Future for Delivery {
             Polled::Missing => pending::closed(),
         };
         self.taken = true;
-        Poll::Ready(match outcome {
-            Outcome::Delivered {
-                partition,
-                offset,
-                timestamp,
-            } => Ok(Delivered {
-                partition,
-                offset,
-                timestamp,
-            }),
-            Outcome::Failed { error, certainty } => Err(Failed { error, certainty }),
-            // An outcome this driver does not know (a newer core): a failure, to be safe.
-            _ => Err(Failed {
-                error: DeliveryError::Closed,
-                certainty: Certainty::PossiblySent,
-            }),
-        })
+        Poll::Ready(to_result(outcome))
+    }
+}
+
+/// A record's outcome as the API gives it.
+fn to_result(outcome: Outcome) -> Result<Delivered, Failed> {
+    match outcome {
+        Outcome::Delivered {
+            partition,
+            offset,
+            timestamp,
+        } => Ok(Delivered {
+            partition,
+            offset,
+            timestamp,
+        }),
+        Outcome::Failed { error, certainty } => Err(Failed { error, certainty }),
+        // An outcome this driver does not know (a newer core): a failure, to be safe.
+        _ => Err(Failed {
+            error: DeliveryError::Closed,
+            certainty: Certainty::PossiblySent,
+        }),
     }
 }
 

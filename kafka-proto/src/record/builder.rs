@@ -88,6 +88,12 @@ impl BatchBuilder {
         }
     }
 
+    /// Makes room for `additional` more bytes at once (a batch allowed to grow), rather than
+    /// by doubling as records come.
+    pub fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional);
+    }
+
     /// Records appended so far.
     pub fn len(&self) -> usize {
         self.count as usize

@@ -232,10 +232,11 @@ pub struct ConsumerApp {
 /// `queued.max.messages.kbytes` in the simulation: small, so the budget is exercised.
 pub const PREFETCH_KB: usize = 24;
 
-/// The largest batch the producers write (their batch.size plus overhead), the consumers'
-/// `max.partition.fetch.bytes`: the budget holds to within one batch as long as batches fit in
-/// it.
-const LARGEST_BATCH: usize = 4096 + 1024;
+/// The largest batch the producers write, the consumers' `max.partition.fetch.bytes`: the
+/// budget holds to within one batch as long as batches fit in it. A full batch that waits to be
+/// sent grows past batch.size (4,096) a block at a time while buffer.memory (32,768) has one
+/// free: to the whole pool at most (the 1,024 over it is slack for the fetch's framing).
+const LARGEST_BATCH: usize = 32768 + 1024;
 
 impl ConsumerApp {
     /// A member of group "g" subscribed to "t", with `extra` settings.
