@@ -56,7 +56,11 @@ pub fn ours_producer_config(j: &Job) -> Vec<(String, String)> {
     // One connection, as every peer produces; THREE_CONNECTIONS is the same client on a
     // connection per partition, to show how much the broker serving connections in parallel
     // adds.
-    let connections = if j.client == THREE_CONNECTIONS { "3" } else { "1" };
+    let connections = if j.client == THREE_CONNECTIONS {
+        "3"
+    } else {
+        "1"
+    };
     [
         ("bootstrap.servers", j.brokers.as_str()),
         ("acks", j.acks.as_str()),
@@ -81,6 +85,14 @@ pub const THREE_CONNECTIONS: &str = "ours-tokio-3conn";
 /// `kafka-cli perf produce`, the tool a user runs first (the path comes from `KAFKA_CLI`).
 pub const CLI: &str = "ours-cli";
 
+/// librdkafka's own `rdkafka_performance`, built from the source `rdkafka-sys` ships (the path
+/// comes from `RDKAFKA_PERFORMANCE`).
+pub const RDKAFKA_PERF: &str = "rdkafka_performance";
+
+/// The Java client's own `ProducerPerformance` and `ConsumerPerformance` (`kafka-tools`; the
+/// jar directory comes from `KAFKA_JARS`).
+pub const JAVA_PERF: &str = "java-perf";
+
 pub fn rdkafka_producer_config(j: &Job) -> Vec<(String, String)> {
     let idempotent = if j.acks == "all" { "true" } else { "false" };
     [
@@ -102,17 +114,18 @@ pub fn rdkafka_producer_config(j: &Job) -> Vec<(String, String)> {
     .collect()
 }
 
-/// rskafka takes ready batches: about 1 MB of records per request, at most 10,000.
+/// rskafka takes ready batches: up to about 900 kB of records per request, with their framing
+/// (Apache Kafka refuses a batch over `message.max.bytes`, 1 MB and 12 bytes), at most 10,000.
 pub fn rskafka_batch(size: usize) -> usize {
-    (1_000_000 / size.max(1)).clamp(1, 10_000)
+    (900_000 / (size + 20)).clamp(1, 10_000)
 }
 
 pub fn run(j: &Job) -> Done {
     match (j.client.as_str(), j.role.as_str()) {
-        ("ours-tokio" | THREE_CONNECTIONS, "produce") => {
-            tokio_rt().block_on(ours_tokio_produce(j))
-        }
+        ("ours-tokio" | THREE_CONNECTIONS, "produce") => tokio_rt().block_on(ours_tokio_produce(j)),
         (CLI, "produce") => exec_cli(j),
+        (RDKAFKA_PERF, role) => rdkafka_performance(j, role),
+        (JAVA_PERF, role) => java_performance(j, role),
         ("ours-asyncstd", "produce") => smol::block_on(ours_asyncstd_produce(j)),
         ("ours-tokio", "consume") => tokio_rt().block_on(ours_tokio_consume(j)),
         ("rdkafka-base", "produce") => rdkafka_base_produce(j),
@@ -404,6 +417,131 @@ fn exec_cli(j: &Job) -> Done {
     cmd.args(["perf", "produce", "-t", &j.topic, "--json"]);
     cmd.args(["-n", &j.count.to_string(), "-s", &j.size.to_string()]);
     panic!("exec {cmd:?}: {}", cmd.exec());
+}
+
+/// Runs a peer's own tool as this child's child (its CPU time and peak RSS reach the parent's
+/// `wait4` through this process's), and reads its summary: (records, seconds) from `parse`.
+fn run_tool(mut cmd: std::process::Command, parse: impl Fn(&str) -> Option<(u64, f64)>) -> Done {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{cmd:?} failed: {text}");
+    let (records, secs) = parse(&text).unwrap_or_else(|| panic!("no summary from {cmd:?}: {text}"));
+    Done {
+        records,
+        secs,
+        ..Done::default()
+    }
+}
+
+/// The first number after `before` in `text`, up to the next non-digit.
+fn number_after(text: &str, before: &str) -> Option<f64> {
+    let at = text.find(before)? + before.len();
+    let digits: String = text[at..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    digits.parse().ok()
+}
+
+/// `rdkafka_performance -P` or `-C`, with the settings rdkafka-base gets.
+fn rdkafka_performance(j: &Job, role: &str) -> Done {
+    let bin = std::env::var("RDKAFKA_PERFORMANCE").expect("RDKAFKA_PERFORMANCE: its path");
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args([
+        "-t",
+        &j.topic,
+        "-b",
+        &j.brokers,
+        "-c",
+        &j.count.to_string(),
+        "-q",
+    ]);
+    if role == "produce" {
+        cmd.args(["-P", "-s", &j.size.to_string()]);
+        for (k, v) in rdkafka_producer_config(j) {
+            if k != "bootstrap.servers" {
+                cmd.args(["-X", &format!("{k}={v}")]);
+            }
+        }
+        // "% N messages produced (B bytes), N delivered (offset O, F failed) in Tms: ..."
+        run_tool(cmd, |t| {
+            let line = t.lines().find(|l| l.contains("messages produced"))?;
+            let failed: u64 = line
+                .split(" failed)")
+                .next()?
+                .rsplit(' ')
+                .next()?
+                .parse()
+                .ok()?;
+            assert_eq!(failed, 0, "rdkafka_performance failed records: {line}");
+            let delivered = number_after(line, "bytes), ")?;
+            let ms = number_after(line, " in ")?;
+            Some((delivered as u64, ms / 1000.0))
+        })
+    } else {
+        cmd.arg("-C").args(["-o", "beginning"]);
+        for p in 0..PARTITIONS {
+            cmd.args(["-p", &p.to_string()]);
+        }
+        // "% N messages (B bytes) consumed in Tms: ..."
+        run_tool(cmd, |t| {
+            let line = t.lines().find(|l| l.contains(") consumed in "))?;
+            Some((
+                number_after(line, "% ")? as u64,
+                number_after(line, "consumed in ")? / 1000.0,
+            ))
+        })
+    }
+}
+
+/// Java's `ProducerPerformance` (closed loop: `--throughput -1`) or `ConsumerPerformance`, with
+/// the settings rdkafka-base gets, as Java spells them.
+fn java_performance(j: &Job, role: &str) -> Done {
+    let jars = std::env::var("KAFKA_JARS").expect("KAFKA_JARS: the Apache Kafka jar directory");
+    let mut cmd = std::process::Command::new("java");
+    cmd.args(["-cp", &format!("{jars}/*")]);
+    if role == "produce" {
+        cmd.arg("org.apache.kafka.tools.ProducerPerformance");
+        cmd.args(["--topic", &j.topic, "--num-records", &j.count.to_string()]);
+        cmd.args(["--record-size", &j.size.to_string(), "--throughput", "-1"]);
+        cmd.arg("--producer-props");
+        for (k, v) in java_producer_config(j) {
+            cmd.arg(format!("{k}={v}"));
+        }
+        // "N records sent, R records/sec (M MB/sec), ..."
+        run_tool(cmd, |t| {
+            let line = t.lines().rev().find(|l| l.contains(" records sent, "))?;
+            let n = number_after(line, "")?;
+            let rate = number_after(line, "records sent, ")?;
+            Some((n as u64, n / rate))
+        })
+    } else {
+        cmd.arg("org.apache.kafka.tools.ConsumerPerformance");
+        cmd.args(["--bootstrap-server", &j.brokers, "--topic", &j.topic]);
+        cmd.args(["--num-records", &j.count.to_string(), "--timeout", "120000"]);
+        cmd.arg("--hide-header");
+        // One CSV line: start, end, MB, MB/s, records, records/s, rebalance ms, fetch ms, ...;
+        // the fetch time (after the group's join) is the one comparable with the others'.
+        run_tool(cmd, |t| {
+            let line = t.lines().rev().find(|l| l.split(',').count() >= 8)?;
+            let f: Vec<&str> = line.split(',').map(str::trim).collect();
+            Some((f[4].parse().ok()?, f[7].parse::<f64>().ok()? / 1000.0))
+        })
+    }
+}
+
+/// The producer settings in Java's names (the same as librdkafka's here, but for the
+/// batch size and request size limits).
+pub fn java_producer_config(j: &Job) -> Vec<(String, String)> {
+    ours_producer_config(j)
+        .into_iter()
+        .filter(|(k, _)| k != "connections.per.broker")
+        .collect()
 }
 
 /// librdkafka's BaseConsumer, polled in a loop: its fastest consumer API.

@@ -1,10 +1,12 @@
-//! Benchmarks side by side with librdkafka and rskafka, in one run on the same broker.
+//! Benchmarks side by side with librdkafka, the Java client and rskafka, in one run on the same
+//! broker: each through our harness and librdkafka and Java through their own perf tools too.
 //!
-//! - `kafka-bench matrix [--records N] [--rounds R] [--out docs/benchmarks.md]`: for each cell
-//!   of the matrix (record size × acks × compression), R rounds (3 unless told) of each
-//!   producer in its own child process against a freshly started Tansu of its own, in an order
-//!   that rotates from cell to cell and round to round; the report gives each figure's median;
-//!   then both consumers read what rdkafka-base wrote, on its broker. CPU time and peak RSS come from `wait4`;
+//! - `kafka-bench matrix [--records N] [--rounds R] [--brokers tansu,kafka] [--out FILE]`: on
+//!   each broker, for each cell of the matrix (record size × acks × compression), R rounds (3
+//!   unless told) of each producer in its own child process, against a freshly started Tansu of
+//!   its own or into a topic of its own on the cell's Apache Kafka node, in an order that
+//!   rotates from cell to cell and round to round; the report gives each figure's median;
+//!   then every consumer reads what rdkafka-base wrote, on its broker. CPU time and peak RSS come from `wait4`;
 //!   the broker's CPU time during each producer's run from `/proc`.
 //!   Then the open-loop latency at a fixed offered rate. Writes the report with its plot.
 //! - `kafka-bench tls [--records N] [--rounds R] [--out docs/benchmarks-tls.md]`: the TLS
@@ -63,18 +65,66 @@ pub struct Cell {
     pub consumers: Vec<Measured>,
 }
 
-pub const PRODUCERS: [&str; 7] = [
-    clients::CLI,
-    "ours-tokio",
-    clients::THREE_CONNECTIONS,
-    "ours-asyncstd",
-    "rdkafka-base",
-    "rdkafka-future",
-    "rskafka",
-];
-pub const CONSUMERS: [&str; 3] = ["ours-tokio", "rdkafka-base", "rdkafka-stream"];
-/// Whose topic the consumers read (the same for both).
-const CONSUMED_TOPIC_PRODUCER: &str = "rdkafka-base";
+/// The broker a matrix runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerKind {
+    /// Tansu (memory storage), freshly started for each producer run.
+    Tansu,
+    /// Apache Kafka, one node (`scripts/kafka`), freshly started for each cell.
+    Kafka,
+}
+
+impl BrokerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BrokerKind::Tansu => "Tansu",
+            BrokerKind::Kafka => "Apache Kafka",
+        }
+    }
+
+    /// The producers compared on this broker. Java's ProducerPerformance runs on Apache Kafka
+    /// only: against Tansu 0.6 the Java client 4.x sends nothing within a minute.
+    pub fn producers(self) -> Vec<&'static str> {
+        let mut v = vec![
+            clients::CLI,
+            "ours-tokio",
+            clients::THREE_CONNECTIONS,
+            "ours-asyncstd",
+            "rdkafka-base",
+            clients::RDKAFKA_PERF,
+            "rdkafka-future",
+            "rskafka",
+        ];
+        if self == BrokerKind::Kafka {
+            v.push(clients::JAVA_PERF);
+        }
+        v
+    }
+
+    /// The consumers compared on this broker (Java's ConsumerPerformance on Apache Kafka only,
+    /// as above).
+    pub fn consumers(self) -> Vec<&'static str> {
+        let mut v = vec![
+            "ours-tokio",
+            "rdkafka-base",
+            clients::RDKAFKA_PERF,
+            "rdkafka-stream",
+        ];
+        if self == BrokerKind::Kafka {
+            v.push(clients::JAVA_PERF);
+        }
+        v
+    }
+
+    /// Bytes each client writes in a cell at most: Tansu holds them in memory and is
+    /// restarted for each run; Apache Kafka writes them to disk for the whole cell.
+    pub fn cell_bytes(self) -> u64 {
+        match self {
+            BrokerKind::Tansu => 2 << 30,
+            BrokerKind::Kafka => 256 << 20,
+        }
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -198,10 +248,7 @@ pub(crate) fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
         client: job.client.clone(),
         records: v["records"].as_u64().unwrap_or(0),
         // `kafka-cli perf --json` says "seconds".
-        secs: v["secs"]
-            .as_f64()
-            .or(v["seconds"].as_f64())
-            .unwrap_or(0.0),
+        secs: v["secs"].as_f64().or(v["seconds"].as_f64()).unwrap_or(0.0),
         cpu_secs: tv(ru.ru_utime) + tv(ru.ru_stime),
         peak_rss_mb: ru.ru_maxrss as f64 / 1024.0,
         latency_us: (job.rate > 0).then_some(lat),
@@ -243,9 +290,36 @@ pub(crate) fn median(runs: &[Measured]) -> Measured {
     }
 }
 
-/// One cell of the matrix: `rounds` rounds of every producer, each on a broker of its own, then
-/// of both consumers; `k` (the cell's number) and the round rotate the order of clients.
+/// Whose topic the consumers read (the same for every consumer).
+const CONSUMED_TOPIC_PRODUCER: &str = "rdkafka-base";
+
+/// Where a producer writes in a cell: a fresh Tansu of its own, or a topic of its own on the
+/// cell's Apache Kafka node.
+enum Target {
+    Tansu(tests::broker::Broker),
+    Kafka { bootstrap: String, pid: Option<u32> },
+}
+
+impl Target {
+    fn addr(&self) -> String {
+        match self {
+            Target::Tansu(b) => b.addr.clone(),
+            Target::Kafka { bootstrap, .. } => bootstrap.clone(),
+        }
+    }
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Target::Tansu(b) => Some(b.pid()),
+            Target::Kafka { pid, .. } => *pid,
+        }
+    }
+}
+
+/// One cell of the matrix: `rounds` rounds of every producer, each on a broker of its own (or
+/// a topic of its own on the cell's Apache Kafka), then of every consumer; `k` (the cell's
+/// number) and the round rotate the order of clients.
 fn run_cell(
+    broker: BrokerKind,
     size: usize,
     acks: &'static str,
     compression: &'static str,
@@ -253,32 +327,47 @@ fn run_cell(
     k: usize,
     rounds: usize,
 ) -> Cell {
-    // Every client's rounds, in the order of PRODUCERS and CONSUMERS.
-    let mut produced: Vec<Vec<Measured>> = vec![Vec::new(); PRODUCERS.len()];
-    let mut consumed_runs: Vec<Vec<Measured>> = vec![Vec::new(); CONSUMERS.len()];
+    let producers = broker.producers();
+    let consumers = broker.consumers();
+    // Every client's rounds, in the order of `producers` and `consumers`.
+    let mut produced: Vec<Vec<Measured>> = vec![Vec::new(); producers.len()];
+    let mut consumed_runs: Vec<Vec<Measured>> = vec![Vec::new(); consumers.len()];
+    let kafka = (broker == BrokerKind::Kafka).then(|| tests::kafka::Cluster::start(1));
     for round in 0..rounds {
         if rounds > 1 {
             eprintln!("  round {}/{rounds}", round + 1);
         }
         // Alternate: each cell and round starts with a different client.
-        let mut order: Vec<usize> = (0..PRODUCERS.len()).collect();
-        order.rotate_left((k + round) % PRODUCERS.len());
-        // Each producer gets a broker of its own, freshly started: Tansu keeps
-        // everything in memory, and a broker still holding (or freeing) another
-        // client's 2 GiB would not be the same broker. The consumers then read what
-        // rdkafka-base wrote, on its broker.
+        let mut order: Vec<usize> = (0..producers.len()).collect();
+        order.rotate_left((k + round) % producers.len());
+        // On Tansu each producer gets a broker of its own, freshly started: Tansu keeps
+        // everything in memory, and a broker still holding (or freeing) another client's
+        // 2 GiB would not be the same broker. The consumers then read what rdkafka-base
+        // wrote, on its broker.
         let mut consumed = None;
         for i in order {
-            let client = PRODUCERS[i];
-            let broker = tests::broker::Broker::start();
-            let topic = format!("bench-{client}");
-            broker.create_topic(&topic, 3);
+            let client = producers[i];
+            let topic = format!("bench-{client}-{round}");
+            let target = match &kafka {
+                None => {
+                    let b = tests::broker::Broker::start();
+                    b.create_topic(&topic, 3);
+                    Target::Tansu(b)
+                }
+                Some(cluster) => {
+                    cluster.create_topic(&topic, 3, 1, &[]);
+                    Target::Kafka {
+                        bootstrap: cluster.bootstrap.clone(),
+                        pid: cluster.pid(1),
+                    }
+                }
+            };
             let m = measure(
                 &Job {
                     client: client.into(),
                     role: "produce".into(),
-                    brokers: broker.addr.clone(),
-                    topic,
+                    brokers: target.addr(),
+                    topic: topic.clone(),
                     count: n,
                     size,
                     acks: acks.into(),
@@ -286,10 +375,10 @@ fn run_cell(
                     rate: 0,
                     security: Vec::new(),
                 },
-                Some(broker.pid()),
+                target.pid(),
             );
             eprintln!(
-                    "    {client:>16}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS, broker {:.2} CPU-s per 1M",
+                    "    {client:>19}: {:>10.0} records/s, {:.2} CPU-s per 1M, {:.0} MB peak RSS, broker {:.2} CPU-s per 1M",
                     m.records_per_sec(),
                     m.cpu_per_million(),
                     m.peak_rss_mb,
@@ -297,20 +386,20 @@ fn run_cell(
                 );
             produced[i].push(m);
             if client == CONSUMED_TOPIC_PRODUCER {
-                consumed = Some(broker);
+                consumed = Some((target, topic));
             }
         }
-        let broker = consumed.expect("rdkafka-base is among the producers");
-        let mut order: Vec<usize> = (0..CONSUMERS.len()).collect();
-        order.rotate_left((k + round) % CONSUMERS.len());
+        let (target, topic) = consumed.expect("rdkafka-base is among the producers");
+        let mut order: Vec<usize> = (0..consumers.len()).collect();
+        order.rotate_left((k + round) % consumers.len());
         for i in order {
-            let client = CONSUMERS[i];
+            let client = consumers[i];
             let m = measure(
                 &Job {
                     client: client.into(),
                     role: "consume".into(),
-                    brokers: broker.addr.clone(),
-                    topic: format!("bench-{CONSUMED_TOPIC_PRODUCER}"),
+                    brokers: target.addr(),
+                    topic: topic.clone(),
                     count: n,
                     size,
                     acks: acks.into(),
@@ -321,7 +410,7 @@ fn run_cell(
                 None,
             );
             eprintln!(
-                "    {client:>16} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
+                "    {client:>19} (consume): {:>10.0} records/s, {:.2} CPU-s per 1M",
                 m.records_per_sec(),
                 m.cpu_per_million()
             );
@@ -354,21 +443,35 @@ fn matrix(a: &[String]) {
     let sizes: Vec<usize> = flag(a, "--sizes").map_or(vec![10, 100, 1024, 10240], |v| {
         v.split(',').map(|s| s.parse().expect("sizes")).collect()
     });
-    let mut cells = Vec::new();
+    let brokers: Vec<BrokerKind> = flag(a, "--brokers")
+        .unwrap_or_else(|| "tansu,kafka".into())
+        .split(',')
+        .map(|b| match b {
+            "tansu" => BrokerKind::Tansu,
+            "kafka" => BrokerKind::Kafka,
+            other => panic!("--brokers takes tansu and kafka, not {other}"),
+        })
+        .collect();
+    let mut sections = Vec::new();
+    let total = sizes.len() * 4 * brokers.len();
     let mut k = 0;
-    let total = sizes.len() * 4;
-    for &size in &sizes {
-        for acks in ["1", "all"] {
-            for compression in ["none", "lz4"] {
-                k += 1;
-                // 5M records or 2 GiB, whichever is fewer.
-                let n = records.min((2u64 << 30) / size as u64);
-                eprintln!(
-                    "[{k}/{total}] {size} B, acks={acks}, {compression}: {n} records per client"
-                );
-                cells.push(run_cell(size, acks, compression, n, k, rounds));
+    for &broker in &brokers {
+        let mut cells = Vec::new();
+        for &size in &sizes {
+            for acks in ["1", "all"] {
+                for compression in ["none", "lz4"] {
+                    k += 1;
+                    // 5M records, or the broker's bytes per client and cell, whichever is fewer.
+                    let n = records.min(broker.cell_bytes() / size as u64);
+                    eprintln!(
+                        "[{k}/{total}] {}: {size} B, acks={acks}, {compression}: {n} records per client",
+                        broker.name()
+                    );
+                    cells.push(run_cell(broker, size, acks, compression, n, k, rounds));
+                }
             }
         }
+        sections.push((broker, cells));
     }
     // Open-loop latency: 100 B, acks=1, no compression, at a fixed offered rate.
     eprintln!("open-loop latency at {rate} records/s for {latency_secs} s");
@@ -406,9 +509,9 @@ fn matrix(a: &[String]) {
     if !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
         commit.push_str(" (with uncommitted changes)");
     }
-    let md = report::markdown(&cells, &latency, rate, records, rounds, &commit);
+    let md = report::markdown(&sections, &latency, rate, records, rounds, &commit);
     std::fs::write(&out, md).expect("write the report");
     let svg_path = std::path::Path::new(&out).with_extension("svg");
-    std::fs::write(&svg_path, report::svg(&cells)).expect("write the plot");
+    std::fs::write(&svg_path, report::svg(&sections[0].1)).expect("write the plot");
     eprintln!("wrote {out} and {}", svg_path.display());
 }
