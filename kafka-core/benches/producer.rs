@@ -3,57 +3,14 @@
 //! only full batches leave, as under load.
 //! Run: `cargo bench -p kafka-core --bench producer`
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kafka_core::net::Transmit;
 use kafka_core::producer::{Output, ProducerRecord};
-use kafka_core::{Instant, Producer, ProducerConfig};
-use kafka_sim::SingleBroker;
+
+mod common;
+use common::warmed;
 
 const N: usize = 1000;
-
-/// A producer with metadata and a ready connection, talking to a SingleBroker.
-fn warmed() -> (Producer, Instant) {
-    let cluster = SingleBroker::new("broker", 9092, 1);
-    let cfg = ProducerConfig::from_map([
-        ("bootstrap.servers", "broker:9092"),
-        ("acks", "0"),
-        ("linger.ms", "60000"),
-        ("batch.size", "16384"),
-    ])
-    .unwrap();
-    let mut p = Producer::new(cfg);
-    let mut conns = BTreeMap::new();
-    let mut now = Instant::ZERO;
-    p.send(ProducerRecord::new("bench", vec![0u8; 100], 1), now)
-        .unwrap();
-    p.flush(now); // send the warm-up record without waiting for linger
-    for _ in 0..50 {
-        while let Some(o) = p.poll_output() {
-            match o {
-                Output::Transmit(Transmit::Connect { conn, .. }) => {
-                    conns.insert(conn, cluster.connection());
-                    p.handle_connected(conn, now);
-                }
-                Output::Transmit(Transmit::Send { conn, bytes }) => {
-                    let out = conns.get_mut(&conn).unwrap().receive(&bytes).unwrap();
-                    p.handle_received(conn, &out.bytes, now);
-                }
-                _ => {}
-            }
-        }
-        now += Duration::from_millis(1);
-        p.handle_timeout(now);
-    }
-    assert_eq!(
-        cluster.records("bench", 0).len(),
-        1,
-        "warm-up record delivered"
-    );
-    (p, now)
-}
 
 fn bench(c: &mut Criterion) {
     let (mut p, now) = warmed();
