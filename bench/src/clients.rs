@@ -89,6 +89,10 @@ pub const CLI: &str = "ours-cli";
 /// comes from `RDKAFKA_PERFORMANCE`).
 pub const RDKAFKA_PERF: &str = "rdkafka_performance";
 
+/// franz-go (`kgo`) through `bench/franz`, a fixed-count harness (franz-go's own bench program
+/// has no record count; the path comes from `FRANZ_BENCH`).
+pub const FRANZ: &str = "franz-go";
+
 /// The Java client's own `ProducerPerformance` and `ConsumerPerformance` (`kafka-tools`; the
 /// jar directory comes from `KAFKA_JARS`).
 pub const JAVA_PERF: &str = "java-perf";
@@ -126,6 +130,7 @@ pub fn run(j: &Job) -> Done {
         (CLI, "produce") => exec_cli(j),
         (RDKAFKA_PERF, role) => rdkafka_performance(j, role),
         (JAVA_PERF, role) => java_performance(j, role),
+        (FRANZ, role) => franz(j, role),
         ("ours-asyncstd", "produce") => smol::block_on(ours_asyncstd_produce(j)),
         ("ours-tokio", "consume") => tokio_rt().block_on(ours_tokio_consume(j)),
         ("rdkafka-base", "produce") => rdkafka_base_produce(j),
@@ -497,6 +502,22 @@ fn rdkafka_performance(j: &Job, role: &str) -> Done {
             ))
         })
     }
+}
+
+/// franz-go's harness (`bench/franz/main.go`), with the cell's settings; it prints the JSON
+/// line `measure` reads.
+fn franz(j: &Job, role: &str) -> Done {
+    let bin = std::env::var("FRANZ_BENCH").expect("FRANZ_BENCH: the franz-bench binary");
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args([role, &j.brokers, &j.topic, &j.count.to_string()]);
+    if role == "produce" {
+        cmd.args([&j.size.to_string(), &j.acks, &j.compression]);
+    }
+    run_tool(cmd, |t| {
+        let v: serde_json::Value =
+            serde_json::from_str(t.lines().find(|l| l.starts_with('{'))?).ok()?;
+        Some((v["records"].as_u64()?, v["secs"].as_f64()?))
+    })
 }
 
 /// Java's `ProducerPerformance` (closed loop: `--throughput -1`) or `ConsumerPerformance`, with

@@ -94,6 +94,7 @@ impl BrokerKind {
             clients::RDKAFKA_PERF,
             "rdkafka-future",
             "rskafka",
+            clients::FRANZ,
         ];
         if self == BrokerKind::Kafka {
             v.push(clients::JAVA_PERF);
@@ -109,6 +110,7 @@ impl BrokerKind {
             "rdkafka-base",
             clients::RDKAFKA_PERF,
             "rdkafka-stream",
+            clients::FRANZ,
         ];
         if self == BrokerKind::Kafka {
             v.push(clients::JAVA_PERF);

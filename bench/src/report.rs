@@ -61,7 +61,7 @@ pub fn markdown(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# Benchmarks: this client beside librdkafka, the Java client and rskafka\n"
+        "# Benchmarks: this client beside librdkafka, the Java client, franz-go and rskafka\n"
     );
     let brokers: Vec<&str> = sections.iter().map(|(b, _)| b.name()).collect();
     let _ = writeln!(
@@ -161,6 +161,28 @@ pub fn markdown(
          does; its queue holds every record, so it never stalls. FutureProducer keeps up to \
          100,000 futures.",
         cfg(rdkafka_producer_config(&job))
+    );
+    let _ = writeln!(
+        s,
+        "- **{RDKAFKA_PERF}** (librdkafka's own tool, built from the source `rdkafka-sys` \
+         ships): `-P` with rdkafka-base's settings as `-X`, `-q`; `-C` on partitions 0-2 from \
+         the beginning. Its summary's own elapsed time gives records/s (it starts counting at \
+         its first send or record; ours count from before the first send and after \
+         `assign`)."
+    );
+    let _ = writeln!(
+        s,
+        "- **{JAVA_PERF}** (the Java client's own `ProducerPerformance --throughput -1` and \
+         `ConsumerPerformance`, kafka-tools, Apache Kafka only): the same settings in Java's \
+         names; the JVM's start is in its CPU time, and the consumer's records/s are its fetch \
+         time's (after its group join)."
+    );
+    let _ = writeln!(
+        s,
+        "- **franz-go** (v1.22.3, `bench/franz`): a fixed-count harness over `kgo` (its own \
+         bench program has no record count): asynchronous `Produce` with a counting callback, \
+         then `Flush`; linger 5 ms, batches up to 1 MB, up to 1,000,000 records buffered, \
+         idempotence only with acks=all; the consumer reads partitions 0-2 from the start."
     );
     let _ = writeln!(
         s,
