@@ -567,21 +567,7 @@ pub fn java_producer_config(j: &Job) -> Vec<(String, String)> {
 
 /// librdkafka's BaseConsumer, polled in a loop: its fastest consumer API.
 fn rdkafka_base_consume(j: &Job) -> Done {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    use rdkafka::{Offset, TopicPartitionList};
-    let c: BaseConsumer = rdkafka_config(vec![
-        ("bootstrap.servers".into(), j.brokers.clone()),
-        ("group.id".into(), "bench".into()),
-        ("enable.auto.commit".into(), "false".into()),
-    ])
-    .create()
-    .expect("config");
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
-        tpl.add_partition_offset(&j.topic, p, Offset::Beginning)
-            .expect("valid");
-    }
-    c.assign(&tpl).expect("assigned");
+    let c: rdkafka::consumer::BaseConsumer = rdkafka_assigned(j);
     let start = Instant::now();
     let mut n = 0;
     while n < j.count {
@@ -597,10 +583,14 @@ fn rdkafka_base_consume(j: &Job) -> Done {
     }
 }
 
-async fn rdkafka_stream_consume(j: &Job) -> Done {
-    use rdkafka::consumer::{Consumer, StreamConsumer};
+/// A librdkafka consumer (default fetch settings) assigned the topic's partitions from the
+/// beginning.
+fn rdkafka_assigned<C>(j: &Job) -> C
+where
+    C: rdkafka::consumer::Consumer + rdkafka::config::FromClientConfig,
+{
     use rdkafka::{Offset, TopicPartitionList};
-    let c: StreamConsumer = rdkafka_config(vec![
+    let c: C = rdkafka_config(vec![
         ("bootstrap.servers".into(), j.brokers.clone()),
         ("group.id".into(), "bench".into()),
         ("enable.auto.commit".into(), "false".into()),
@@ -613,6 +603,11 @@ async fn rdkafka_stream_consume(j: &Job) -> Done {
             .expect("valid");
     }
     c.assign(&tpl).expect("assigned");
+    c
+}
+
+async fn rdkafka_stream_consume(j: &Job) -> Done {
+    let c: rdkafka::consumer::StreamConsumer = rdkafka_assigned(j);
     let start = Instant::now();
     let mut stream = c.stream();
     let mut n = 0;
