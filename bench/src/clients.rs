@@ -414,14 +414,20 @@ fn exec_cli(j: &Job) -> Done {
     let cli = std::env::var("KAFKA_CLI").expect("KAFKA_CLI: the path of a release kafka-cli");
     let mut cmd = std::process::Command::new(cli);
     cmd.args(["-b", &j.brokers]);
-    for (k, v) in ours_producer_config(j) {
+    x_settings(&mut cmd, ours_producer_config(j));
+    cmd.args(["perf", "produce", "-t", &j.topic, "--json"]);
+    cmd.args(["-n", &j.count.to_string(), "-s", &j.size.to_string()]);
+    panic!("exec {cmd:?}: {}", cmd.exec());
+}
+
+/// Passes settings to a tool as `-X key=value` (kafka-cli's and rdkafka_performance's flag),
+/// but for the broker list, which the tool takes as `-b`.
+fn x_settings(cmd: &mut std::process::Command, settings: Vec<(String, String)>) {
+    for (k, v) in settings {
         if k != "bootstrap.servers" {
             cmd.args(["-X", &format!("{k}={v}")]);
         }
     }
-    cmd.args(["perf", "produce", "-t", &j.topic, "--json"]);
-    cmd.args(["-n", &j.count.to_string(), "-s", &j.size.to_string()]);
-    panic!("exec {cmd:?}: {}", cmd.exec());
 }
 
 /// Runs a peer's own tool as this child's child (its CPU time and peak RSS reach the parent's
@@ -468,11 +474,7 @@ fn rdkafka_performance(j: &Job, role: &str) -> Done {
     ]);
     if role == "produce" {
         cmd.args(["-P", "-s", &j.size.to_string()]);
-        for (k, v) in rdkafka_producer_config(j) {
-            if k != "bootstrap.servers" {
-                cmd.args(["-X", &format!("{k}={v}")]);
-            }
-        }
+        x_settings(&mut cmd, rdkafka_producer_config(j));
         // "% N messages produced (B bytes), N delivered (offset O, F failed) in Tms: ..."
         run_tool(cmd, |t| {
             let line = t.lines().find(|l| l.contains("messages produced"))?;

@@ -32,21 +32,12 @@ fn ratios(c: &Cell, ours: &str) -> Option<(f64, f64)> {
     ))
 }
 
-/// The most frugal and the fastest peer producer in a cell (CPU per record, records/s).
-fn best_peers(c: &Cell) -> (Option<&Measured>, Option<&Measured>) {
-    let peers: Vec<&Measured> = c
-        .producers
-        .iter()
-        .filter(|m| !m.client.starts_with("ours"))
-        .collect();
-    let frugal = peers
-        .iter()
-        .copied()
-        .min_by(|a, b| a.cpu_per_million().total_cmp(&b.cpu_per_million()));
-    let fastest = peers
-        .iter()
-        .copied()
-        .max_by(|a, b| a.records_per_sec().total_cmp(&b.records_per_sec()));
+/// The most frugal and the fastest peer among `ms` (CPU per record, records/s): every client
+/// that is not ours.
+fn best_peers(ms: &[Measured]) -> (Option<&Measured>, Option<&Measured>) {
+    let peers = || ms.iter().filter(|m| !m.client.starts_with("ours"));
+    let frugal = peers().min_by(|a, b| a.cpu_per_million().total_cmp(&b.cpu_per_million()));
+    let fastest = peers().max_by(|a, b| a.records_per_sec().total_cmp(&b.records_per_sec()));
     (frugal, fastest)
 }
 
@@ -261,13 +252,9 @@ fn section(s: &mut String, broker: BrokerKind, cells: &[Cell]) {
     );
     let _ = writeln!(s, "|---|---|---:|---|---:|---|---:|---:|");
     for c in cells {
-        let (frugal, fastest) = best_peers(c);
+        let (frugal, fastest) = best_peers(&c.producers);
         let cli = find(&c.producers, CLI);
-        let fast_cons = c
-            .consumers
-            .iter()
-            .filter(|m| !m.client.starts_with("ours"))
-            .max_by(|a, b| a.records_per_sec().total_cmp(&b.records_per_sec()));
+        let (_, fast_cons) = best_peers(&c.consumers);
         let ours_cons = find(&c.consumers, "ours-tokio");
         let r = |a: Option<&Measured>, b: Option<&Measured>, cpu: bool| match (a, b) {
             (Some(a), Some(b)) if cpu => {

@@ -106,13 +106,21 @@ impl Pool {
         self.total.saturating_sub(self.used)
     }
 
+    /// Takes `n` bytes if they are free; a refused send then waits (see `waiters`).
     fn try_reserve(&mut self, n: usize) -> bool {
-        if self.used + n > self.total {
-            self.waiters = true;
-            return false;
+        let taken = self.try_take(n);
+        self.waiters |= !taken;
+        taken
+    }
+
+    /// Takes `n` bytes if they are free, without making anyone wait when they are not (a
+    /// batch that would only have grown).
+    fn try_take(&mut self, n: usize) -> bool {
+        let free = self.used + n <= self.total;
+        if free {
+            self.used += n;
         }
-        self.used += n;
-        true
+        free
     }
 
     /// Frees `n` bytes; true if someone was waiting for memory.
@@ -414,6 +422,7 @@ impl Accumulator {
     /// through [`Accumulator::waiting`]), or behind another batch of its partition. A batch
     /// the sender can take at once does not grow, so batches stay within `batch.size`, as
     /// Java's, unless they would wait anyway.
+    ///
     /// A Produce request carries one batch per partition, so under load Java's 16 KB batches
     /// cap a partition at five 16 KB requests per round trip however much is queued behind
     /// them. Rather than queue more 16 KB batches behind it, the waiting batch grows by whole
@@ -425,10 +434,7 @@ impl Accumulator {
     /// 16 KB batches.
     fn grow(pool: &mut Pool, batch_size: usize, grow_to: usize, reserved: usize) -> Option<usize> {
         let more = batch_size.min(grow_to.saturating_sub(reserved));
-        (more > 0 && pool.used + more <= pool.total).then(|| {
-            pool.used += more;
-            more
-        })
+        (more > 0 && pool.try_take(more)).then_some(more)
     }
 
     /// Takes back a completed batch's buffer for reuse, if it was a `batch.size` block and
