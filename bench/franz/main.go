@@ -6,7 +6,8 @@
 //
 // The producer sends COUNT records of SIZE bytes with kgo's asynchronous Produce (a callback
 // that counts failures), then Flush; linger 5 ms and batches up to 1 MB as the other clients
-// get, idempotence only with acks=all (kgo requires it then). The consumer reads COUNT records
+// get, idempotence only with acks=all (kgo requires it then); ACKS and COMPRESSION both
+// "default" leave kgo's own defaults (out of the box). The consumer reads COUNT records
 // from the start of partitions 0-2.
 package main
 
@@ -68,22 +69,24 @@ func main() {
 }
 
 func produce(brokers, topic string, count, size int, acks, compression string) (int, float64) {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(brokers),
-		versions(),
-		kgo.ProducerLinger(5 * time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1000000),
-		kgo.MaxBufferedRecords(1000000),
-	}
-	if acks == "all" {
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	} else {
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	}
-	if compression == "lz4" {
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
-	} else {
-		opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers), versions()}
+	// "default" (acks and compression both): out of the box, kgo's own defaults.
+	if acks != "default" {
+		opts = append(opts,
+			kgo.ProducerLinger(5*time.Millisecond),
+			kgo.ProducerBatchMaxBytes(1000000),
+			kgo.MaxBufferedRecords(1000000),
+		)
+		if acks == "all" {
+			opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+		} else {
+			opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		}
+		if compression == "lz4" {
+			opts = append(opts, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+		} else {
+			opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
+		}
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

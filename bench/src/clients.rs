@@ -47,6 +47,15 @@ pub struct Done {
 }
 
 const PARTITIONS: i32 = 3;
+
+/// The acks and compression of the out-of-the-box cell: each client with its own defaults, only
+/// the brokers and the topic given.
+pub const DEFAULTS: &str = "default";
+
+/// The job runs a client out of the box.
+pub fn out_of_the_box(j: &Job) -> bool {
+    j.acks == DEFAULTS
+}
 /// Outstanding deliveries a closed-loop producer keeps before awaiting the oldest.
 const WINDOW: usize = 100_000;
 
@@ -127,7 +136,7 @@ pub fn rskafka_batch(size: usize) -> usize {
 pub fn run(j: &Job) -> Done {
     match (j.client.as_str(), j.role.as_str()) {
         ("ours-tokio" | THREE_CONNECTIONS, "produce") => tokio_rt().block_on(ours_tokio_produce(j)),
-        (CLI, "produce") => exec_cli(j),
+        (CLI, _) => exec_cli(j),
         (RDKAFKA_PERF, role) => rdkafka_performance(j, role),
         (JAVA_PERF, role) => java_performance(j, role),
         (FRANZ, role) => franz(j, role),
@@ -407,16 +416,25 @@ async fn rdkafka_future_produce(j: &Job) -> Done {
     }
 }
 
-/// Replaces this child with `kafka-cli perf produce`, the tool a user runs, with the settings
-/// ours-tokio gets; `wait4` in the parent measures it, and its `--json` line is the report.
+/// Replaces this child with `kafka-cli perf produce` (with the settings ours-tokio gets, or none
+/// out of the box) or `kafka-cli perf consume`, the tool a user runs; `wait4` in the parent
+/// measures it, and its `--json` line is the report.
 fn exec_cli(j: &Job) -> Done {
     use std::os::unix::process::CommandExt;
     let cli = std::env::var("KAFKA_CLI").expect("KAFKA_CLI: the path of a release kafka-cli");
     let mut cmd = std::process::Command::new(cli);
     cmd.args(["-b", &j.brokers]);
-    x_settings(&mut cmd, ours_producer_config(j));
-    cmd.args(["perf", "produce", "-t", &j.topic, "--json"]);
-    cmd.args(["-n", &j.count.to_string(), "-s", &j.size.to_string()]);
+    if j.role == "produce" {
+        if !out_of_the_box(j) {
+            x_settings(&mut cmd, ours_producer_config(j));
+        }
+        cmd.args(["perf", "produce", "-t", &j.topic, "--json"]);
+        cmd.args(["-n", &j.count.to_string(), "-s", &j.size.to_string()]);
+    } else {
+        x_settings(&mut cmd, j.security.clone());
+        cmd.args(["perf", "consume", "-t", &j.topic, "--json"]);
+        cmd.args(["-n", &j.count.to_string()]);
+    }
     panic!("exec {cmd:?}: {}", cmd.exec());
 }
 
@@ -474,7 +492,12 @@ fn rdkafka_performance(j: &Job, role: &str) -> Done {
     ]);
     if role == "produce" {
         cmd.args(["-P", "-s", &j.size.to_string()]);
-        x_settings(&mut cmd, rdkafka_producer_config(j));
+        if out_of_the_box(j) {
+            // The library's own default: the tool sets linger.ms=1000 for itself.
+            cmd.args(["-X", "linger.ms=5"]);
+        } else {
+            x_settings(&mut cmd, rdkafka_producer_config(j));
+        }
         // "% N messages produced (B bytes), N delivered (offset O, F failed) in Tms: ..."
         run_tool(cmd, |t| {
             let line = t.lines().find(|l| l.contains("messages produced"))?;
@@ -533,8 +556,12 @@ fn java_performance(j: &Job, role: &str) -> Done {
         cmd.args(["--topic", &j.topic, "--num-records", &j.count.to_string()]);
         cmd.args(["--record-size", &j.size.to_string(), "--throughput", "-1"]);
         cmd.arg("--producer-props");
-        for (k, v) in java_producer_config(j) {
-            cmd.arg(format!("{k}={v}"));
+        if out_of_the_box(j) {
+            cmd.arg(format!("bootstrap.servers={}", j.brokers));
+        } else {
+            for (k, v) in java_producer_config(j) {
+                cmd.arg(format!("{k}={v}"));
+            }
         }
         // "N records sent, R records/sec (M MB/sec), ..."
         run_tool(cmd, |t| {

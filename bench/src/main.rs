@@ -106,12 +106,23 @@ impl BrokerKind {
     /// as above).
     pub fn consumers(self) -> Vec<&'static str> {
         let mut v = vec![
+            clients::CLI,
             "ours-tokio",
             "rdkafka-base",
             clients::RDKAFKA_PERF,
             "rdkafka-stream",
             clients::FRANZ,
         ];
+        if self == BrokerKind::Kafka {
+            v.push(clients::JAVA_PERF);
+        }
+        v
+    }
+
+    /// The producers of the out-of-the-box cell, each with its own defaults: ours through the
+    /// CLI, and every peer through its authors' tool (the defaults a user meets first).
+    pub fn out_of_the_box(self) -> Vec<&'static str> {
+        let mut v = vec![clients::CLI, clients::RDKAFKA_PERF, clients::FRANZ];
         if self == BrokerKind::Kafka {
             v.push(clients::JAVA_PERF);
         }
@@ -318,10 +329,12 @@ impl Target {
 }
 
 /// One cell of the matrix: `rounds` rounds of every producer, each on a broker of its own (or
-/// a topic of its own on the cell's Apache Kafka), then of every consumer; `k` (the cell's
-/// number) and the round rotate the order of clients.
+/// a topic of its own on the cell's Apache Kafka), then of every consumer (if any); `k` (the
+/// cell's number) and the round rotate the order of clients.
+#[allow(clippy::too_many_arguments)]
 fn run_cell(
     broker: BrokerKind,
+    (producers, consumers): (Vec<&'static str>, Vec<&'static str>),
     size: usize,
     acks: &'static str,
     compression: &'static str,
@@ -329,8 +342,6 @@ fn run_cell(
     k: usize,
     rounds: usize,
 ) -> Cell {
-    let producers = broker.producers();
-    let consumers = broker.consumers();
     // Every client's rounds, in the order of `producers` and `consumers`.
     let mut produced: Vec<Vec<Measured>> = vec![Vec::new(); producers.len()];
     let mut consumed_runs: Vec<Vec<Measured>> = vec![Vec::new(); consumers.len()];
@@ -390,6 +401,9 @@ fn run_cell(
             if client == CONSUMED_TOPIC_PRODUCER {
                 consumed = Some((target, topic));
             }
+        }
+        if consumers.is_empty() {
+            continue;
         }
         let (target, topic) = consumed.expect("rdkafka-base is among the producers");
         let mut order: Vec<usize> = (0..consumers.len()).collect();
@@ -454,8 +468,9 @@ fn matrix(a: &[String]) {
             other => panic!("--brokers takes tansu and kafka, not {other}"),
         })
         .collect();
+    let began = std::time::Instant::now();
     let mut sections = Vec::new();
-    let total = sizes.len() * 4 * brokers.len();
+    let total = (sizes.len() * 4 + 1) * brokers.len();
     let mut k = 0;
     for &broker in &brokers {
         let mut cells = Vec::new();
@@ -466,13 +481,37 @@ fn matrix(a: &[String]) {
                     // 5M records, or the broker's bytes per client and cell, whichever is fewer.
                     let n = records.min(broker.cell_bytes() / size as u64);
                     eprintln!(
-                        "[{k}/{total}] {}: {size} B, acks={acks}, {compression}: {n} records per client",
+                        "[{k}/{total}, {:.0} min in] {}: {size} B, acks={acks}, {compression}: {n} records per client",
+                        began.elapsed().as_secs_f64() / 60.0,
                         broker.name()
                     );
-                    cells.push(run_cell(broker, size, acks, compression, n, k, rounds));
+                    let clients = (broker.producers(), broker.consumers());
+                    cells.push(run_cell(
+                        broker,
+                        clients,
+                        size,
+                        acks,
+                        compression,
+                        n,
+                        k,
+                        rounds,
+                    ));
                 }
             }
         }
+        // Out of the box: each producer with its own defaults, 100 B records.
+        k += 1;
+        let n = records.min(broker.cell_bytes() / 100);
+        eprintln!(
+            "[{k}/{total}, {:.0} min in] {}: 100 B, out of the box: {n} records per client",
+            began.elapsed().as_secs_f64() / 60.0,
+            broker.name()
+        );
+        let defaults = clients::DEFAULTS;
+        let clients = (broker.out_of_the_box(), Vec::new());
+        cells.push(run_cell(
+            broker, clients, 100, defaults, defaults, n, k, rounds,
+        ));
         sections.push((broker, cells));
     }
     // Open-loop latency: 100 B, acks=1, no compression, at a fixed offered rate.

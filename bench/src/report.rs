@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use crate::clients::{
-    ours_producer_config, rdkafka_producer_config, rskafka_batch, Job, CLI, JAVA_PERF,
-    RDKAFKA_PERF, THREE_CONNECTIONS,
+    ours_producer_config, rdkafka_producer_config, rskafka_batch, Job, CLI, DEFAULTS, FRANZ,
+    JAVA_PERF, RDKAFKA_PERF, THREE_CONNECTIONS,
 };
 use crate::{BrokerKind, Cell, Measured};
 
@@ -19,6 +19,9 @@ fn label(c: &Cell) -> String {
     } else {
         format!("{} B", c.size)
     };
+    if c.acks == DEFAULTS {
+        return format!("{size}, out of the box");
+    }
     format!("{size}, acks={}, {}", c.acks, c.compression)
 }
 
@@ -184,10 +187,12 @@ pub fn markdown(
     );
     let _ = writeln!(
         s,
-        "- **Consumers**: ours (`Consumer::assign`, `recv_batch`) and rdkafka's BaseConsumer \
+        "- **Consumers**: ours through `kafka-cli perf consume` ({CLI}: `assign`, `recv` per \
+         record) and in the bench's loop (ours-tokio: `recv_batch`), rdkafka's BaseConsumer \
          (`poll` in a loop, its fastest API) and StreamConsumer (assigned, from the \
-         beginning), all reading the topic rdkafka-base wrote, with default fetch settings and \
-         one connection to the broker."
+         beginning), {RDKAFKA_PERF} `-C`, {FRANZ}'s `PollFetches` and {JAVA_PERF}'s \
+         `ConsumerPerformance`, all reading the topic rdkafka-base wrote, with default fetch \
+         settings and one connection to the broker."
     );
     s
 }
@@ -202,14 +207,14 @@ fn section(s: &mut String, broker: BrokerKind, cells: &[Cell]) {
     );
     let _ = writeln!(
         s,
-        "| cell | records/cell | {CLI} records/s | {CLI} CPU/record | ours-tokio records/s | ours-tokio CPU/record | ours-asyncstd records/s | ours-asyncstd CPU/record | consumer records/s ÷ BaseConsumer | consumer CPU/record ÷ BaseConsumer | consumer records/s ÷ StreamConsumer |"
+        "| cell | records/cell | {CLI} records/s | {CLI} CPU/record | ours-tokio records/s | ours-tokio CPU/record | ours-asyncstd records/s | ours-asyncstd CPU/record | {CLI} consumer records/s ÷ BaseConsumer | {CLI} consumer CPU/record ÷ BaseConsumer | {CLI} consumer records/s ÷ StreamConsumer |"
     );
     let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for c in cells {
+    for c in cells.iter().filter(|c| c.acks != DEFAULTS) {
         let cli = ratios(c, CLI);
         let t = ratios(c, "ours-tokio");
         let a = ratios(c, "ours-asyncstd");
-        let ours = find(&c.consumers, "ours-tokio");
+        let ours = find(&c.consumers, CLI);
         let cons = |peer: &str, cpu: bool| match (ours, find(&c.consumers, peer)) {
             (Some(o), Some(r)) if cpu => {
                 format!("{:.2}×", o.cpu_per_million() / r.cpu_per_million())
@@ -244,7 +249,13 @@ fn section(s: &mut String, broker: BrokerKind, cells: &[Cell]) {
          records/s ≥ 1.5× the fastest peer and CPU per record ≤ 0.5× the most frugal \
          (whichever client or tool that is, in our harness or its own); consumer records/s ≥ \
          1.2× the fastest peer at ≤ 0.5× its CPU per record. Ours is {CLI}, the command a user \
-         runs.\n"
+         runs (`kafka-cli perf produce` and `perf consume`). The out-of-the-box row runs each \
+         producer with its own defaults, only the broker and topic given: ours (acks=all, \
+         idempotence, linger 5 ms, `batch.size` 16384 growing while a batch waits), \
+         {RDKAFKA_PERF} (librdkafka's defaults: acks=all, linger 5 ms, batches up to 1 MB; the \
+         tool's own `linger.ms=1000` is set back to the library's 5), {FRANZ} (kgo's) and, on \
+         Apache Kafka, {JAVA_PERF} (Java's: acks=all, idempotence, linger 5 ms, 16 KB \
+         batches).\n"
     );
     let _ = writeln!(
         s,
@@ -255,7 +266,7 @@ fn section(s: &mut String, broker: BrokerKind, cells: &[Cell]) {
         let (frugal, fastest) = best_peers(&c.producers);
         let cli = find(&c.producers, CLI);
         let (_, fast_cons) = best_peers(&c.consumers);
-        let ours_cons = find(&c.consumers, "ours-tokio");
+        let ours_cons = find(&c.consumers, CLI);
         let r = |a: Option<&Measured>, b: Option<&Measured>, cpu: bool| match (a, b) {
             (Some(a), Some(b)) if cpu => {
                 format!("{:.2}×", a.cpu_per_million() / b.cpu_per_million())
