@@ -100,10 +100,6 @@ fn assignors(key: &'static str, v: &str) -> Result<Vec<Assignor>, ConfigError> {
     Ok(list)
 }
 
-fn optional(_: &'static str, v: &str) -> Result<Option<String>, ConfigError> {
-    Ok(Some(v.trim().to_owned()).filter(|s| !s.is_empty()))
-}
-
 config_table! {
     client = super::java_keys::Client::Consumer;
     /// Consumer configuration: fetching, and with `group.id`, the consumer group.
@@ -153,9 +149,9 @@ config_table! {
         /// `metadata.max.age.ms`.
         metadata_max_age: Duration = "metadata.max.age.ms", "300000", parse::millis(0);
         /// `group.id`: the consumer group (none: assign mode only).
-        group_id: Option<String> = "group.id", "", optional;
+        group_id: Option<String> = "group.id", "", parse::optional;
         /// `group.instance.id`: makes the member static (KIP-345).
-        group_instance_id: Option<String> = "group.instance.id", "", optional;
+        group_instance_id: Option<String> = "group.instance.id", "", parse::optional;
         /// `session.timeout.ms`: the coordinator drops a member silent for this long.
         session_timeout: Duration = "session.timeout.ms", "45000", parse::millis(1);
         /// `heartbeat.interval.ms`.

@@ -129,6 +129,11 @@ pub(crate) fn millis(min_ms: u64) -> impl Fn(&'static str, &str) -> Result<Durat
     }
 }
 
+/// An optional string: empty means unset.
+pub fn optional(_: &'static str, v: &str) -> Result<Option<String>, ConfigError> {
+    Ok(Some(v.trim().to_owned()).filter(|s| !s.is_empty()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

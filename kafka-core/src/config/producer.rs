@@ -83,6 +83,12 @@ config_table! {
         acks: Acks = "acks", "all", Acks::parse;
         /// `enable.idempotence`: exactly-once per partition within a producer session.
         enable_idempotence: bool = "enable.idempotence", "true", parse::boolean;
+        /// `transactional.id`: makes the producer transactional (`init_transactions` and the
+        /// rest); a newer producer with the same id fences this one.
+        transactional_id: Option<String> = "transactional.id", "", parse::optional;
+        /// `transaction.timeout.ms`: how long the coordinator lets a transaction stay open
+        /// before aborting it (at most the broker's `transaction.max.timeout.ms`).
+        transaction_timeout: Duration = "transaction.timeout.ms", "60000", parse::millis(1);
         /// `compression.type`.
         compression: Compression = "compression.type", "none", parse::compression;
         /// `batch.size`: target bytes per partition batch.
@@ -205,6 +211,17 @@ impl ProducerConfig {
                 self.enable_idempotence = false;
             }
         }
+        // Transactions are built on idempotence (as in Java).
+        if self.transactional_id.is_some() && !self.enable_idempotence {
+            return Err(ConfigError::Conflict {
+                key: "transactional.id",
+                other: "enable.idempotence",
+                reason: "transactions need idempotence: set acks=all, retries > 0 and \
+                         max.in.flight.requests.per.connection <= 5, and leave \
+                         enable.idempotence on"
+                    .into(),
+            });
+        }
         Ok(self)
     }
 }
@@ -246,6 +263,14 @@ impl ProducerConfigBuilder {
     /// `enable.idempotence`.
     pub fn idempotence(self, on: bool) -> Self {
         self.set("enable.idempotence", on.to_string())
+    }
+    /// `transactional.id`.
+    pub fn transactional_id(self, id: impl Into<String>) -> Self {
+        self.set("transactional.id", id)
+    }
+    /// `transaction.timeout.ms`.
+    pub fn transaction_timeout(self, d: Duration) -> Self {
+        self.ms("transaction.timeout.ms", d)
     }
     /// `compression.type`.
     pub fn compression(self, c: Compression) -> Self {
@@ -334,6 +359,8 @@ mod tests {
             "client.id",
             "acks",
             "enable.idempotence",
+            "transactional.id",
+            "transaction.timeout.ms",
             "compression.type",
             "batch.size",
             "linger.ms",
@@ -373,6 +400,8 @@ mod tests {
         assert_eq!(ProducerConfig::KEYS.len(), java_keys.len() + own.len());
         let c = map(&[]).unwrap();
         assert_eq!(c.connections_per_broker, 1);
+        assert_eq!(c.transactional_id, None);
+        assert_eq!(c.transaction_timeout, Duration::from_secs(60));
     }
 
     #[test]

@@ -58,6 +58,11 @@ impl Producer {
                 continue;
             };
             match ErrorCode::from_code(p.error_code) {
+                // In a transaction, a lost sequence or a fencing ends the transaction at once:
+                // only its abort (with an epoch bump) or a new producer can go on.
+                Some(e) if self.txn.is_some() && ends_transaction(e) => {
+                    self.fail_batch(b, DeliveryError::Broker(e), false);
+                }
                 None => {
                     self.acknowledge(&b);
                     self.complete(b, Some(p.base_offset), p.log_append_time_ms)
@@ -182,6 +187,16 @@ impl Producer {
     }
 
     pub(super) fn fail_batch(&mut self, b: Batch, error: DeliveryError, unknown: bool) {
+        if let Some(txn) = &mut self.txn {
+            // Any failed record dooms its transaction; records failed by the abort itself
+            // (or by closing) change nothing.
+            let sent = b.base_sequence >= 0;
+            match &error {
+                DeliveryError::TransactionAborted | DeliveryError::Closed => {}
+                DeliveryError::Broker(e) => txn.record_failed(Some(*e), &error.to_string(), sent),
+                other => txn.record_failed(None, &other.to_string(), sent),
+            }
+        }
         // Certainty only weakens: once an attempt's fate was unknown, it stays possibly sent.
         let certainty = if unknown || b.sent {
             Certainty::PossiblySent
@@ -238,4 +253,20 @@ impl Producer {
             }
         }
     }
+}
+
+/// Produce errors that end a transaction at once (Java's: the sequence or the producer id is
+/// lost, or the producer was fenced).
+fn ends_transaction(e: ErrorCode) -> bool {
+    matches!(
+        e,
+        ErrorCode::UnknownProducerId
+            | ErrorCode::OutOfOrderSequenceNumber
+            | ErrorCode::InvalidProducerEpoch
+            | ErrorCode::ProducerFenced
+            | ErrorCode::InvalidProducerIdMapping
+            | ErrorCode::TransactionalIdAuthorizationFailed
+            | ErrorCode::InvalidTxnState
+            | ErrorCode::TransactionAbortable
+    )
 }

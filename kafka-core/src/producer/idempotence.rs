@@ -32,6 +32,11 @@ impl Producer {
         let Some((pid, epoch)) = self.producer_id else {
             return;
         };
+        if self.txn.is_some() {
+            // A transactional producer's epoch is the coordinator's: it bumps it when the
+            // transaction aborts (see `transaction`).
+            return;
+        }
         if self.pid_unknown && self.in_flight_per_tp.is_empty() {
             self.pid_unknown = false;
             self.reset_producer_id();
@@ -79,6 +84,10 @@ impl Producer {
 
     /// Marks a partition for an epoch bump (idempotent producers only).
     pub(super) fn request_bump(&mut self, tp: &TopicPartition) {
+        if let Some(txn) = &mut self.txn {
+            txn.require_bump();
+            return;
+        }
         if let Some(p) = self.sequences.get_mut(tp) {
             p.bump = true;
         }

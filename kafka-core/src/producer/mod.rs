@@ -10,6 +10,8 @@ mod accumulator;
 mod completion;
 mod idempotence;
 mod tokens;
+mod transaction;
+mod transactional;
 mod types;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -25,6 +27,7 @@ use kafka_proto::ErrorCode;
 pub use accumulator::TopicPartition;
 use accumulator::{record_size, Accumulator, Batch, Block, NoMemory};
 use idempotence::{seq_add, PartitionSequence};
+pub use transaction::{GroupMetadata, TransactionError, TxnOffset, TxnToken};
 pub use types::*;
 
 use crate::backoff::Backoff;
@@ -44,6 +47,8 @@ pub(crate) enum Tag {
     InitProducerId,
     /// These batches.
     Produce(Vec<u64>),
+    /// The transaction's request in flight.
+    Txn,
 }
 
 /// A record waiting for its topic's metadata.
@@ -125,6 +130,9 @@ pub struct Producer {
     used: Option<(Topic, Instant, u64)>,
     /// The producer did work an IO loop must act on (see [`Producer::take_attention`]).
     attention: bool,
+    /// The transaction state, with `transactional.id`.
+    txn: Option<transaction::Transactions>,
+    next_txn_token: u64,
 }
 
 crate::net::network_io!(Producer, ProducerEvent);
@@ -183,6 +191,15 @@ impl Producer {
             pending_topics: BTreeMap::new(),
             used: None,
             attention: false,
+            txn: cfg.transactional_id.clone().map(|id| {
+                transaction::Transactions::new(
+                    id,
+                    cfg.transaction_timeout,
+                    retry_backoff,
+                    cfg.random_seed,
+                )
+            }),
+            next_txn_token: 0,
             cfg,
         }
     }
@@ -213,6 +230,9 @@ impl Producer {
         }
         if let Some(p) = record.partition.filter(|p| *p < 0) {
             return Err((SendError::InvalidPartition(p), record));
+        }
+        if let Some(Err(e)) = self.txn.as_ref().map(|t| t.check_send()) {
+            return Err((SendError::Transaction(e), record));
         }
         let size = record_size(&record) + kafka_proto::record::BATCH_HEADER_LEN;
         for (limit_name, limit) in [
@@ -359,6 +379,12 @@ impl Producer {
             Ok(a) => a,
             Err(NoMemory) => return Err((NotAppended::NoMemory, r)),
         };
+        if appended.new_batch {
+            if let Some(txn) = &mut self.txn {
+                // The partition joins the transaction before its first batch goes.
+                txn.add_partition(&(r.topic.to_string(), partition));
+            }
+        }
         if r.partition.is_none() && (r.key.is_none() || self.cfg.partitioner_ignore_keys) {
             self.partitioner.on_append(
                 &r.topic,
@@ -398,13 +424,17 @@ impl Producer {
     /// Fails every record not yet resolved, at once (for an adapter dropping the producer).
     pub fn abort(&mut self) {
         self.fail_everything();
+        if let Some(txn) = &mut self.txn {
+            txn.close();
+        }
+        self.take_transaction_results();
     }
 
     /// When to call [`Producer::handle_timeout`] next. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let now = self.now;
         let future = |t: Instant| (t > now).then_some(t);
-        let force = !self.flushes.is_empty() || self.closing.is_some();
+        let force = self.forced();
         let (_, linger) = self.acc.ready(now, force, |_| false);
         [
             self.net.poll_timeout(),
@@ -419,6 +449,7 @@ impl Producer {
                 .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger)
                 .and_then(future),
             self.closing.filter(|_| !self.closed),
+            self.txn.as_ref().and_then(|t| t.poll_timeout()),
         ]
         .into_iter()
         .flatten()
@@ -447,6 +478,7 @@ impl Producer {
         self.refresh_metadata(now);
         self.init_producer_id(now);
         self.apply_epoch_bumps();
+        self.drive_transaction(now);
         self.send_ready(now);
         self.finish_flushes_and_close(now);
     }
@@ -477,8 +509,11 @@ impl Producer {
     }
 
     fn init_producer_id(&mut self, now: Instant) {
-        let wanted =
-            self.cfg.enable_idempotence && self.producer_id.is_none() && !self.pid_in_flight;
+        // A transactional producer's id comes from its transaction coordinator.
+        let wanted = self.cfg.enable_idempotence
+            && self.txn.is_none()
+            && self.producer_id.is_none()
+            && !self.pid_in_flight;
         if !wanted || self.acc.is_empty() || self.pid_retry_at.is_some_and(|t| t > now) {
             return;
         }
@@ -515,8 +550,9 @@ impl Producer {
         if self.cfg.enable_idempotence && self.producer_id.is_none() {
             return false;
         }
-        let force = !self.flushes.is_empty() || self.closing.is_some();
+        let force = self.forced();
         let metadata = &self.metadata;
+        let txn = &self.txn;
         let in_flight = &self.in_flight_per_tp;
         let sequences = &self.sequences;
         let idempotent = self.cfg.enable_idempotence;
@@ -527,7 +563,12 @@ impl Producer {
             let retry_behind_in_flight =
                 idempotent && acc.front_is_retry(tp) && in_flight.get(tp).is_some_and(|n| *n > 0);
             let bump_pending = sequences.get(tp).is_some_and(|p| p.bump);
-            metadata.leader(&tp.0, tp.1).is_none() || retry_behind_in_flight || bump_pending
+            // A partition's batches wait until it is in the transaction.
+            let not_added = txn.as_ref().is_some_and(|t| !t.is_added(tp));
+            metadata.leader(&tp.0, tp.1).is_none()
+                || retry_behind_in_flight
+                || bump_pending
+                || not_added
         });
         self.linger_at = linger;
         // By leader, and by connection to it when there are several.
@@ -605,6 +646,7 @@ impl Producer {
                 producer_id: pid,
                 producer_epoch: batch_epoch,
                 base_sequence,
+                transactional: self.txn.is_some(),
                 ..BatchMeta::default()
             });
             if first {
@@ -630,7 +672,7 @@ impl Producer {
                 });
         }
         let req = ProduceRequest {
-            transactional_id: None,
+            transactional_id: self.cfg.transactional_id.clone(),
             acks: self.cfg.acks.wire_value(),
             timeout_ms: self.cfg.request_timeout.as_millis().min(i32::MAX as u128) as i32,
             topic_data: topics.into_values().collect(),
@@ -755,6 +797,20 @@ impl Producer {
                     }
                 }
             }
+            NetEvent::Response {
+                tag: Tag::Txn,
+                body,
+                ..
+            } => {
+                if let Some(txn) = &mut self.txn {
+                    txn.handle_response(&body, now);
+                }
+            }
+            NetEvent::Failed { tag: Tag::Txn, .. } => {
+                if let Some(txn) = &mut self.txn {
+                    txn.handle_failure(now);
+                }
+            }
             NetEvent::Response { tag, .. } => {
                 debug_assert!(false, "response type does not match its request: {tag:?}");
             }
@@ -835,6 +891,14 @@ impl Producer {
     /// Fails a record that never left the pending queue: it was never sent.
     fn fail_pending(&mut self, p: Pending, error: DeliveryError) {
         self.free_pending(p.size);
+        if let Some(txn) = &mut self.txn {
+            if !matches!(
+                error,
+                DeliveryError::TransactionAborted | DeliveryError::Closed
+            ) {
+                txn.record_failed(None, &error.to_string(), false);
+            }
+        }
         let outcome = Outcome::Failed {
             error,
             certainty: Certainty::NotSent,
@@ -1011,6 +1075,10 @@ impl Producer {
         }
         if self.outstanding.is_empty() {
             self.closed = true;
+            if let Some(txn) = &mut self.txn {
+                txn.close();
+            }
+            self.take_transaction_results();
             self.events.push_back(ProducerEvent::Closed);
         }
     }

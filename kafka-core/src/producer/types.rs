@@ -126,6 +126,9 @@ pub enum DeliveryError {
     /// before memory is granted).
     #[error("buffer.memory stayed full for max.block.ms; the broker may be slow or unreachable")]
     BufferFull,
+    /// The record's transaction was aborted before the record was sent.
+    #[error("the record's transaction was aborted before it was sent")]
+    TransactionAborted,
 }
 
 /// What happened to a record. Every token gets exactly one outcome.
@@ -174,6 +177,9 @@ pub enum SendError {
     /// A negative partition number.
     #[error("invalid partition {0}")]
     InvalidPartition(i32),
+    /// A transactional producer sends only inside a transaction it may still commit.
+    #[error(transparent)]
+    Transaction(super::TransactionError),
 }
 
 /// Something the user should know about.
@@ -188,6 +194,9 @@ pub enum ProducerEvent {
     MemoryAvailable,
     /// `close` finished: nothing is left in flight.
     Closed,
+    /// A transactional call (`init_transactions`, `send_offsets_to_transaction`,
+    /// `commit_transaction`, `abort_transaction`) completed.
+    Transaction(super::TxnToken, Result<(), super::TransactionError>),
 }
 
 /// What the producer asks of its driver.

@@ -1,0 +1,182 @@
+//! The transactional producer's calls (`init_transactions`, `begin_transaction`,
+//! `send_offsets_to_transaction`, `commit_transaction`, `abort_transaction`) and the step that
+//! routes the transaction's requests to its coordinators.
+
+use super::transaction::{TxnRequest, TxnTarget};
+use super::{
+    DeliveryError, GroupMetadata, Producer, ProducerEvent, Tag, TopicPartition, TransactionError,
+    TxnOffset, TxnToken,
+};
+use crate::net::Purpose;
+use crate::time::Instant;
+
+/// AddPartitionsToTxn v4 and up are the brokers' own (KIP-890); clients send v3 at most.
+const ADD_PARTITIONS_MAX: i16 = 3;
+/// EndTxn v5 is transaction version 2 (KIP-890 part 2), which also needs partitions added by
+/// Produce: this client speaks version 1.
+const END_TXN_MAX: i16 = 4;
+
+impl Producer {
+    /// Whether the producer has a `transactional.id`.
+    pub fn is_transactional(&self) -> bool {
+        self.txn.is_some()
+    }
+
+    /// `init_transactions`: gets the producer id for `transactional.id` from its transaction
+    /// coordinator, which fences any older producer with the same id and aborts the
+    /// transaction it left open. Its result arrives as [`ProducerEvent::Transaction`] with the
+    /// returned token.
+    pub fn init_transactions(&mut self, now: Instant) -> TxnToken {
+        self.txn_call(now, |t, token| t.init(token))
+    }
+
+    /// `begin_transaction`: records sent from now on belong to a new transaction. Local: the
+    /// coordinator hears of the transaction with its first partition.
+    pub fn begin_transaction(&mut self) -> Result<(), TransactionError> {
+        match &mut self.txn {
+            Some(t) => t.begin(),
+            None => Err(TransactionError::NotTransactional),
+        }
+    }
+
+    /// `send_offsets_to_transaction`: commits a consumer's progress (the next offsets to
+    /// read) with the transaction, so that it counts only if the transaction commits. The
+    /// group coordinator refuses it if `group`'s generation is no longer current (KIP-447): a
+    /// zombie cannot commit.
+    pub fn send_offsets_to_transaction(
+        &mut self,
+        offsets: impl IntoIterator<Item = (TopicPartition, TxnOffset)>,
+        group: GroupMetadata,
+        now: Instant,
+    ) -> TxnToken {
+        let offsets = offsets.into_iter().collect();
+        self.txn_call(now, |t, token| t.send_offsets(token, offsets, group))
+    }
+
+    /// `commit_transaction`: sends what is batched at once, waits for every record's outcome,
+    /// then commits. If a record failed, the result is [`TransactionError::Abortable`]: abort.
+    pub fn commit_transaction(&mut self, now: Instant) -> TxnToken {
+        self.txn_call(now, |t, token| t.commit(token))
+    }
+
+    /// `abort_transaction`: records not yet sent fail at once
+    /// ([`DeliveryError::TransactionAborted`], not sent); once the rest have their outcomes,
+    /// the transaction aborts, and read_committed consumers never see its records.
+    pub fn abort_transaction(&mut self, now: Instant) -> TxnToken {
+        let token = self.new_txn_token();
+        match &mut self.txn {
+            Some(t) => {
+                if t.abort(token) {
+                    self.fail_unsent(DeliveryError::TransactionAborted);
+                }
+            }
+            None => self.events.push_back(ProducerEvent::Transaction(
+                token,
+                Err(TransactionError::NotTransactional),
+            )),
+        }
+        self.drive(now);
+        token
+    }
+
+    fn new_txn_token(&mut self) -> TxnToken {
+        let token = TxnToken(self.next_txn_token);
+        self.next_txn_token += 1;
+        token
+    }
+
+    fn txn_call(
+        &mut self,
+        now: Instant,
+        call: impl FnOnce(&mut super::transaction::Transactions, TxnToken),
+    ) -> TxnToken {
+        let token = self.new_txn_token();
+        match &mut self.txn {
+            Some(t) => call(t, token),
+            None => self.events.push_back(ProducerEvent::Transaction(
+                token,
+                Err(TransactionError::NotTransactional),
+            )),
+        }
+        self.drive(now);
+        token
+    }
+
+    /// Batches go without waiting for `linger.ms`: a flush, a close, or the end of a
+    /// transaction waits for them.
+    pub(super) fn forced(&self) -> bool {
+        !self.flushes.is_empty()
+            || self.closing.is_some()
+            || self.txn.as_ref().is_some_and(|t| t.is_ending())
+    }
+
+    /// Takes up the transaction's producer id, and sends its next requests.
+    pub(super) fn drive_transaction(&mut self, now: Instant) {
+        let Some(txn) = &mut self.txn else {
+            return;
+        };
+        if let Some(id) = txn.producer_id() {
+            if self.producer_id != Some(id) {
+                // A new id or epoch (init, or a bump at an abort): the brokers hold no
+                // sequences for it, so every partition starts over at 0.
+                self.producer_id = Some(id);
+                let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
+                self.sequences.clear();
+                for tp in all {
+                    self.acc.reset_sequences(&tp);
+                }
+            }
+        }
+        // Every record of the transaction has its outcome: it may end.
+        let settled = self.outstanding.is_empty();
+        loop {
+            let txn = self.txn.as_mut().expect("checked above");
+            while let Some((node, addr)) = txn.poll_learned() {
+                self.net.learn_node(node, addr);
+            }
+            let Some(target) = txn.target(settled, now) else {
+                break;
+            };
+            let conn = match target {
+                TxnTarget::AnyNode => self.net.least_loaded(now),
+                TxnTarget::Coordinator(node) | TxnTarget::GroupCoordinator(node) => {
+                    self.net.ready(node, Purpose::Coordinator, now)
+                }
+            };
+            let Some(conn) = conn else {
+                break; // connecting: its event wakes the producer
+            };
+            let txn = self.txn.as_mut().expect("checked above");
+            let Some((_, req)) = txn.poll_request(settled, now) else {
+                break;
+            };
+            let net = &mut self.net;
+            let sent = match &req {
+                TxnRequest::FindCoordinator(r) => net.send(conn, r, Tag::Txn, true, now),
+                TxnRequest::InitProducerId(r) => net.send(conn, r, Tag::Txn, true, now),
+                TxnRequest::AddPartitions(r) => {
+                    net.send_at_most(conn, r, Tag::Txn, true, ADD_PARTITIONS_MAX, now)
+                }
+                TxnRequest::AddOffsets(r) => net.send(conn, r, Tag::Txn, true, now),
+                TxnRequest::TxnOffsetCommit(r) => net.send(conn, r, Tag::Txn, true, now),
+                TxnRequest::EndTxn(r) => {
+                    net.send_at_most(conn, r, Tag::Txn, true, END_TXN_MAX, now)
+                }
+            };
+            if sent.is_err() {
+                let txn = self.txn.as_mut().expect("checked above");
+                txn.handle_failure(now);
+                break;
+            }
+        }
+        self.take_transaction_results();
+    }
+
+    /// Moves the transaction's call results into the producer's events.
+    pub(super) fn take_transaction_results(&mut self) {
+        while let Some((token, result)) = self.txn.as_mut().and_then(|t| t.poll_result()) {
+            self.events
+                .push_back(ProducerEvent::Transaction(token, result));
+        }
+    }
+}
