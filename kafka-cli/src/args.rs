@@ -111,6 +111,11 @@ pub struct ProduceArgs {
     /// Compression codec.
     #[arg(short = 'z', long = "compression", value_enum)]
     pub compression: Option<Codec>,
+    /// With `-X transactional.id=ID` (which sends the whole input in one transaction,
+    /// committed at end of input): abort it instead, so that read_committed readers never see
+    /// its records.
+    #[arg(long)]
+    pub abort: bool,
     /// The global -X settings (filled in from [`Cli::config`]).
     #[arg(skip)]
     pub config: Vec<String>,

@@ -56,8 +56,24 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
                 .ok_or_else(|| format!("-H {h}: expected name=value"))
         })
         .collect::<CliResult<_>>()?;
+    let transactional = extra.iter().any(|(k, _)| k == "transactional.id");
+    if a.abort && !transactional {
+        return Err(
+            "--abort ends a transaction: give the producer one with -X transactional.id=ID".into(),
+        );
+    }
     let producer = producer(brokers, extra)?;
     let topic = cluster.topic(&a.topic).await?;
+    if transactional {
+        // The whole input is one transaction.
+        producer
+            .init_transactions()
+            .await
+            .map_err(|e| format!("init_transactions: {e}"))?;
+        producer
+            .begin_transaction()
+            .map_err(|e| format!("begin_transaction: {e}"))?;
+    }
     if let Some(p) = a.partition {
         if p < 0 || p as usize >= topic.partitions.len() {
             return Err(format!(
@@ -72,6 +88,7 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
     let mut line = Vec::new();
     let mut pending = Deliveries::new();
     let mut tally = Tally::default();
+    let mut sent = 0u64;
     loop {
         line.clear();
         let n = stdin
@@ -109,14 +126,34 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
             .await
             .map_err(|e| format!("record {}: {e}", tally.delivered + tally.failed + 1))?;
         pending.push(delivery, ());
+        sent += 1;
         while let Some(Some(((), r))) = pending.next().now_or_never() {
             tally.add(r);
         }
     }
+    let ended = if !transactional {
+        None
+    } else if a.abort {
+        Some(producer.abort_transaction().await.map(|()| "aborted"))
+    } else {
+        Some(producer.commit_transaction().await.map(|()| "committed"))
+    };
     while let Some(((), r)) = pending.next().await {
-        tally.add(r);
+        match r {
+            // Records the abort failed before they were sent: what was asked.
+            Err(f) if a.abort && f.error == kafka_tokio::DeliveryError::TransactionAborted => {}
+            r => tally.add(r),
+        }
     }
     producer.close(Duration::from_secs(30)).await;
+    match ended {
+        Some(Ok(how)) => eprintln!("{how} one transaction of {sent} records"),
+        Some(Err(e)) => {
+            let what = if a.abort { "abort" } else { "commit" };
+            return Err(format!("the transaction did not {what}: {e}"));
+        }
+        None => {}
+    }
     match tally.first {
         None => Ok(()),
         Some(f) => Err(format!(

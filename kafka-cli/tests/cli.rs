@@ -342,6 +342,74 @@ mod kafka {
     fn errors_name_their_cause_in_one_line() {
         super::errors_name_their_cause_in_one_line(Kind::Kafka);
     }
+
+    /// `produce -X transactional.id=ID` sends its input in one transaction, committed at end
+    /// of input or aborted with `--abort`; `consume -X isolation.level=read_committed` sees
+    /// only the committed one.
+    #[test]
+    fn produce_in_a_transaction_commits_or_aborts() {
+        let broker = Broker::shared(Kind::Kafka, "cli");
+        let b = broker.addr.as_str();
+        ok(&cli(
+            b,
+            &["topic", "create", "cli-tx", "--partitions", "2"],
+            "",
+        ));
+        let tx = ["-X", "transactional.id=cli-tx"];
+        let committed = cli(
+            b,
+            &[&tx[..], &["produce", "-t", "cli-tx"]].concat(),
+            "a\nb\nc\n",
+        );
+        ok(&committed);
+        let err = String::from_utf8_lossy(&committed.stderr);
+        assert!(
+            err.contains("committed one transaction of 3 records"),
+            "{err}"
+        );
+        let aborted = cli(
+            b,
+            &[&tx[..], &["produce", "-t", "cli-tx", "--abort"]].concat(),
+            "x\ny\n",
+        );
+        ok(&aborted);
+        let err = String::from_utf8_lossy(&aborted.stderr);
+        assert!(
+            err.contains("aborted one transaction of 2 records"),
+            "{err}"
+        );
+        let read = |isolation: &str| {
+            let setting = format!("isolation.level={isolation}");
+            let out = ok(&cli(
+                b,
+                &[
+                    "-X",
+                    &setting,
+                    "consume",
+                    "-t",
+                    "cli-tx",
+                    "-o",
+                    "beginning",
+                    "-e",
+                ],
+                "",
+            ));
+            let mut lines: Vec<String> = out.lines().map(str::to_owned).collect();
+            lines.sort();
+            lines
+        };
+        assert_eq!(read("read_committed"), ["a", "b", "c"]);
+        assert_eq!(
+            read("read_uncommitted").len(),
+            5,
+            "the aborted records are in the log"
+        );
+        // --abort without a transaction is refused.
+        fails_with(
+            &cli(b, &["produce", "-t", "cli-tx", "--abort"], "z\n"),
+            "transactional.id",
+        );
+    }
 }
 
 /// Every command over SASL_SSL with SCRAM-SHA-512 against Apache Kafka, through the global -X

@@ -31,6 +31,7 @@ pub use kafka_core::net::{AuthError, ConnectError, RequestError};
 /// [`DeliveryError::Refused`]).
 pub use kafka_core::producer::SendError as CoreSendError;
 pub use kafka_core::producer::{Certainty, DeliveryError, Topic};
+pub use kafka_core::producer::{GroupMetadata, TransactionError, TxnOffset};
 pub use kafka_core::proto::compression::Compression;
 pub use kafka_core::proto::record::{Header, Headers};
 pub use kafka_core::proto::{DecodeError, ErrorCode, NegotiationError};

@@ -12,6 +12,7 @@ use crate::config::{ConsumerConfig, OffsetReset};
 use crate::group::membership::{GroupEvent, GroupRequest, Membership};
 use crate::group::offsets::{CommitId, LookupId, OffsetEvent, OffsetRequest, Offsets};
 use crate::net::{ConnId, Purpose, SendError};
+use crate::producer::GroupMetadata;
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 
@@ -80,6 +81,14 @@ impl Group {
 }
 
 impl Fetcher {
+    /// The group metadata a transactional producer commits this consumer's progress with
+    /// (`send_offsets_to_transaction`, KIP-447): the group, and the generation and member id
+    /// of this member as of its last join (-1 and empty outside group management). `None`
+    /// without `group.id`.
+    pub fn group_metadata(&self) -> Option<GroupMetadata> {
+        self.group.as_ref().map(|g| g.membership.group_metadata())
+    }
+
     /// Joins the group (`group.id`) subscribed to `topics`. Nothing connects before this (or
     /// an `assign`).
     pub fn subscribe(&mut self, topics: Vec<String>, now: Instant) -> Result<(), SubscribeError> {

@@ -290,6 +290,16 @@ impl Membership {
         (self.generation, &self.member_id)
     }
 
+    /// The group, generation, member id and instance id, for a transaction's offsets.
+    pub fn group_metadata(&self) -> crate::producer::GroupMetadata {
+        crate::producer::GroupMetadata {
+            group_id: self.group_id.clone(),
+            generation_id: self.generation,
+            member_id: self.member_id.clone(),
+            group_instance_id: self.instance_id.clone(),
+        }
+    }
+
     /// The coordinator, once found (the consumer must be able to connect to it).
     pub fn coordinator(&self) -> Option<&(NodeId, HostPort)> {
         self.coordinator.as_ref()

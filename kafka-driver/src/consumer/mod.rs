@@ -46,6 +46,17 @@ pub struct ConsumerRecord {
     pub leader_epoch: Option<i32>,
 }
 
+impl ConsumerRecord {
+    /// The offset to commit once this record is processed (the next one, with this record's
+    /// leader epoch), as `Producer::send_offsets_to_transaction` takes it.
+    pub fn next_offset(&self) -> kafka_core::producer::TxnOffset {
+        kafka_core::producer::TxnOffset {
+            offset: self.offset.saturating_add(1),
+            leader_epoch: self.leader_epoch.unwrap_or(-1),
+        }
+    }
+}
+
 /// What the application has consumed since the driver last heard: (topic, partition, next
 /// offset, leader epoch of the record before it, the partition's revocation count when the
 /// records were handed over: which tenure they belong to).
@@ -205,6 +216,7 @@ pub(crate) enum Command {
     Pause(String, i32),
     Resume(String, i32),
     Position(String, i32, oneshot::Sender<Option<i64>>),
+    GroupMetadata(oneshot::Sender<Option<kafka_core::producer::GroupMetadata>>),
     Committed(Vec<(String, i32)>, oneshot::Sender<Committed>),
     Next(Progress, oneshot::Sender<Handed>),
     Subscribe(Vec<String>),
@@ -435,6 +447,16 @@ impl<R: Runtime> Consumer<R> {
         }
         let (tx, rx) = oneshot::channel();
         self.send(Command::Position(topic.to_owned(), partition, tx));
+        rx.await.ok().flatten()
+    }
+
+    /// The group metadata a transactional producer commits this consumer's progress with
+    /// (`Producer::send_offsets_to_transaction`): the group, and this member's generation and
+    /// id as of its last join, so that the coordinator refuses the offsets of a member a
+    /// rebalance has replaced (KIP-447). `None` without `group.id`.
+    pub async fn group_metadata(&self) -> Option<kafka_core::producer::GroupMetadata> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::GroupMetadata(tx));
         rx.await.ok().flatten()
     }
 

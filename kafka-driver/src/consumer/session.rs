@@ -175,6 +175,9 @@ impl Session for ConsumerSession {
             }
             Command::Pause(t, p) => self.core.pause(&t, p),
             Command::Resume(t, p) => self.core.resume(&t, p, now),
+            Command::GroupMetadata(reply) => {
+                let _ = reply.send(self.core.group_metadata());
+            }
             Command::Position(t, p, reply) => {
                 let buffered = self.ready.iter().find_map(|e| match e {
                     FetchEvent::Records {

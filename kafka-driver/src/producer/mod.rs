@@ -15,8 +15,9 @@ use futures_channel::{mpsc, oneshot};
 use futures_util::future::Either;
 use kafka_core::config::{ConfigError, ProducerConfig};
 use kafka_core::producer::{
-    Certainty, DeliveryError, FlushToken, Outcome, Output, ProducerEvent, ProducerRecord,
-    RecordToken, SendError as CoreSendError, Topic,
+    Certainty, DeliveryError, FlushToken, GroupMetadata, Outcome, Output, ProducerEvent,
+    ProducerRecord, RecordToken, SendError as CoreSendError, Topic, TransactionError, TxnOffset,
+    TxnToken,
 };
 use kafka_core::Instant;
 
@@ -198,6 +199,16 @@ pub(crate) enum Command {
     Wake,
     Flush(oneshot::Sender<()>),
     Close(Duration, oneshot::Sender<()>),
+    /// A transactional call, answered when the core reports its result.
+    Txn(TxnCall, oneshot::Sender<Result<(), TransactionError>>),
+}
+
+/// The transactional calls that wait for a coordinator.
+pub(crate) enum TxnCall {
+    Init,
+    Offsets(Vec<((String, i32), TxnOffset)>, GroupMetadata),
+    Commit,
+    Abort,
 }
 
 /// What the handles share with the driver.
@@ -311,6 +322,7 @@ fn parts(config: ProducerConfig, wall_clock_us: fn() -> i64) -> (Arc<Shared>, Pr
     let session = ProducerSession {
         shared: shared.clone(),
         flushes: BTreeMap::new(),
+        txn_calls: BTreeMap::new(),
         closers: Vec::new(),
         finished: false,
     };
@@ -411,6 +423,63 @@ impl<R: Runtime> Producer<R> {
         }
     }
 
+    /// `init_transactions` (with `transactional.id`): gets the producer id for the
+    /// transactional id, fencing any older producer with the same id and aborting the
+    /// transaction it left open. Waits up to `max.block.ms`
+    /// ([`TransactionError::TimedOut`]: call it again to keep waiting).
+    pub async fn init_transactions(&self) -> Result<(), TransactionError> {
+        self.txn_call(TxnCall::Init).await
+    }
+
+    /// `begin_transaction`: records sent from now on belong to a new transaction.
+    pub fn begin_transaction(&self) -> Result<(), TransactionError> {
+        self.shared.core().producer.begin_transaction()
+    }
+
+    /// `send_offsets_to_transaction`: commits a consumer's progress (the next offset to read
+    /// per partition) with the transaction, checked against the consumer's group generation
+    /// (`Consumer::group_metadata`, KIP-447) so that a zombie member cannot commit.
+    pub async fn send_offsets_to_transaction<T: Into<String>>(
+        &self,
+        offsets: impl IntoIterator<Item = ((T, i32), TxnOffset)>,
+        group: GroupMetadata,
+    ) -> Result<(), TransactionError> {
+        let offsets = offsets
+            .into_iter()
+            .map(|((t, p), o)| ((t.into(), p), o))
+            .collect();
+        self.txn_call(TxnCall::Offsets(offsets, group)).await
+    }
+
+    /// `commit_transaction`: sends what is batched, waits for every record's outcome, then
+    /// commits. [`TransactionError::Abortable`] if a record failed: abort, then go on.
+    pub async fn commit_transaction(&self) -> Result<(), TransactionError> {
+        self.txn_call(TxnCall::Commit).await
+    }
+
+    /// `abort_transaction`: records not yet sent fail ([`DeliveryError::TransactionAborted`]),
+    /// and none of the transaction's records reach a read_committed consumer.
+    pub async fn abort_transaction(&self) -> Result<(), TransactionError> {
+        self.txn_call(TxnCall::Abort).await
+    }
+
+    async fn txn_call(&self, call: TxnCall) -> Result<(), TransactionError> {
+        let (tx, rx) = oneshot::channel();
+        if self
+            .commands
+            .unbounded_send(Command::Txn(call, tx))
+            .is_err()
+        {
+            return Err(TransactionError::Closed);
+        }
+        let timer = R::timer(R::now() + self.max_block);
+        match futures_util::future::select(rx, timer).await {
+            Either::Left((Ok(result), _)) => result,
+            Either::Left((Err(_), _)) => Err(TransactionError::Closed),
+            Either::Right(_) => Err(TransactionError::TimedOut),
+        }
+    }
+
     /// Sends what is queued, then closes; records left after `timeout` fail.
     pub async fn close(self, timeout: Duration) {
         let (tx, rx) = oneshot::channel();
@@ -427,6 +496,7 @@ impl<R: Runtime> Producer<R> {
 struct ProducerSession {
     shared: Arc<Shared>,
     flushes: BTreeMap<FlushToken, oneshot::Sender<()>>,
+    txn_calls: BTreeMap<TxnToken, oneshot::Sender<Result<(), TransactionError>>>,
     closers: Vec<oneshot::Sender<()>>,
     finished: bool,
 }
@@ -478,6 +548,18 @@ impl Session for ProducerSession {
                 self.closers.push(reply);
                 self.shared.core().producer.close(now + timeout, now);
             }
+            Command::Txn(call, reply) => {
+                let core = &mut self.shared.core().producer;
+                let token = match call {
+                    TxnCall::Init => core.init_transactions(now),
+                    TxnCall::Offsets(offsets, group) => {
+                        core.send_offsets_to_transaction(offsets, group, now)
+                    }
+                    TxnCall::Commit => core.commit_transaction(now),
+                    TxnCall::Abort => core.abort_transaction(now),
+                };
+                self.txn_calls.insert(token, reply);
+            }
         }
     }
 
@@ -495,6 +577,11 @@ impl Session for ProducerSession {
             ProducerEvent::FlushComplete(token) => {
                 if let Some(tx) = self.flushes.remove(&token) {
                     let _ = tx.send(());
+                }
+            }
+            ProducerEvent::Transaction(token, result) => {
+                if let Some(tx) = self.txn_calls.remove(&token) {
+                    let _ = tx.send(result);
                 }
             }
             ProducerEvent::Closed => {

@@ -244,8 +244,8 @@ impl Transactions {
                 self.waiting = Some(token);
             }
             State::Fatal => self.results.push_back((token, Err(self.fatal_error()))),
-            // Java allows a retried init after a timeout: the first call's result stands.
-            State::Initializing => self.waiting = Some(token),
+            // A call retried after its wait timed out (as Java allows) takes the result over.
+            State::Initializing => self.reattach(token),
             s => self.results.push_back((
                 token,
                 Err(TransactionError::InvalidState {
@@ -308,6 +308,7 @@ impl Transactions {
                 self.state = State::Committing;
                 self.waiting = Some(token);
             }
+            State::Committing => self.reattach(token),
             State::AbortableError => self.results.push_back((token, Err(self.abortable_error()))),
             State::Fatal => self.results.push_back((token, Err(self.fatal_error()))),
             s => self.results.push_back((
@@ -341,6 +342,10 @@ impl Transactions {
                 // Partitions not added yet have no records left to send: forget them.
                 self.to_add.clear();
                 true
+            }
+            State::Aborting => {
+                self.reattach(token);
+                false
             }
             State::Fatal => {
                 self.results.push_back((token, Err(self.fatal_error())));
@@ -389,6 +394,15 @@ impl Transactions {
     /// A commit or an abort is waiting: batches go without waiting for `linger.ms`.
     pub(crate) fn is_ending(&self) -> bool {
         matches!(self.state, State::Committing | State::Aborting)
+    }
+
+    /// A call retried while the first is still running: the new token gets the result, the
+    /// old one is let go.
+    fn reattach(&mut self, token: TxnToken) {
+        if let Some(old) = self.waiting.replace(token) {
+            self.results
+                .push_back((old, Err(TransactionError::TimedOut)));
+        }
     }
 
     /// The producer closed: every waiting call fails.

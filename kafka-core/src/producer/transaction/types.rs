@@ -71,6 +71,10 @@ pub enum TransactionError {
         /// The state it was called in, in words.
         state: &'static str,
     },
+    /// The call did not complete within `max.block.ms` (the coordinator is slow or
+    /// unreachable). It goes on: call it again to wait for it.
+    #[error("the transactional call did not complete within max.block.ms; call it again to keep waiting")]
+    TimedOut,
     /// The producer has no `transactional.id`.
     #[error("the producer is not transactional: set transactional.id to use transactions")]
     NotTransactional,
