@@ -92,16 +92,34 @@ impl Batch {
     }
 }
 
-/// `buffer.memory` accounting.
+/// `buffer.memory` accounting. As in Java's buffer pool, recycled `batch.size` blocks kept
+/// for reuse (`spare`) are part of `buffer.memory`: what batches hold plus what is kept never
+/// exceeds `total`, and spare blocks are let go when a reservation needs their room.
 #[derive(Debug)]
 pub(crate) struct Pool {
     pub total: usize,
+    /// Bytes reserved by batches and by records waiting for metadata.
     pub used: usize,
     /// A send was refused for lack of memory; tell the user when some frees.
     pub waiters: bool,
+    /// The size of a spare block (`batch.size`).
+    block: usize,
+    /// Recycled `batch.size` blocks (exact-size blocks for larger records are not kept).
+    spare: Vec<BytesMut>,
 }
 
 impl Pool {
+    fn new(total: usize, block: usize) -> Self {
+        Pool {
+            total,
+            used: 0,
+            waiters: false,
+            block,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Bytes a reservation may still take (spare blocks are let go for it).
     pub fn free(&self) -> usize {
         self.total.saturating_sub(self.used)
     }
@@ -118,9 +136,29 @@ impl Pool {
     fn try_take(&mut self, n: usize) -> bool {
         let free = self.used + n <= self.total;
         if free {
-            self.used += n;
+            self.take(n);
         }
         free
+    }
+
+    /// Takes `n` bytes the caller knows are free, letting spare blocks go to make room.
+    pub fn take(&mut self, n: usize) {
+        self.used += n;
+        while self.used + self.spare.len() * self.block > self.total && self.spare.pop().is_some() {
+        }
+    }
+
+    /// A spare `batch.size` block, if one is kept: its bytes move from the spare to the
+    /// caller's reservation, which must be taken next.
+    fn take_spare(&mut self) -> Option<BytesMut> {
+        self.spare.pop()
+    }
+
+    /// Keeps a completed batch's block for reuse if its room is free.
+    fn keep_spare(&mut self, buf: BytesMut) {
+        if self.used + (self.spare.len() + 1) * self.block <= self.total {
+            self.spare.push(buf);
+        }
     }
 
     /// Frees `n` bytes; true if someone was waiting for memory.
@@ -234,8 +272,6 @@ pub(crate) struct Accumulator {
     pub pool: Pool,
     queues: Queues,
     next_id: u64,
-    /// Recycled `batch.size` blocks (exact-size blocks for larger records are not kept).
-    free: Vec<BytesMut>,
     /// Compressed / uncompressed size, learned from sealed batches, so compressed batches
     /// fill up to `batch.size` on the wire rather than before compression.
     ratio: f64,
@@ -265,14 +301,9 @@ impl Accumulator {
             grow_to: grow_to.max(batch_size),
             linger,
             compression,
-            pool: Pool {
-                total: buffer_memory,
-                used: 0,
-                waiters: false,
-            },
+            pool: Pool::new(buffer_memory, batch_size),
             queues: Queues::default(),
             next_id: 0,
-            free: Vec::new(),
             ratio: 1.0,
             records_hint: 0,
         }
@@ -344,25 +375,29 @@ impl Accumulator {
         let need = BATCH_HEADER_LEN + record_size(r);
         // `send` refuses records larger than the pool, so `need` always fits in it.
         let mut block = self.batch_size.max(need).min(self.pool.total);
+        // A spare block first: its bytes are already part of buffer.memory.
+        let spare = (block == self.batch_size)
+            .then(|| self.pool.take_spare())
+            .flatten();
         let had_waiters = self.pool.waiters;
         if !self.pool.try_reserve(block) {
             let free = self.pool.free();
             if fit == Block::Whole || free < need {
+                if let Some(buf) = spare {
+                    self.pool.keep_spare(buf);
+                }
                 return Err(NoMemory);
             }
             // try_reserve flagged a waiter, but nothing was refused: keep the flag as it was.
             self.pool.waiters = had_waiters;
             block = free.min(block);
-            self.pool.used += block;
+            self.pool.take(block);
         }
-        let mut b = match self.free.pop() {
+        let mut b = match spare {
             Some(buf) if block == self.batch_size => {
                 BatchBuilder::with_buffer(self.compression, buf)
             }
-            other => {
-                self.free.extend(other);
-                BatchBuilder::new(self.compression, block - BATCH_HEADER_LEN)
-            }
+            _ => BatchBuilder::new(self.compression, block - BATCH_HEADER_LEN),
         };
         let before = b.size();
         b.append(r.timestamp, key, value, &headers);
@@ -441,12 +476,12 @@ impl Accumulator {
     /// nothing else (an adapter still writing it) holds it.
     pub fn recycle(&mut self, b: Batch) {
         let Some(sealed) = b.sealed else { return };
-        if b.reserved != self.batch_size || self.free.len() * self.batch_size >= self.pool.total {
+        if b.reserved != self.batch_size {
             return;
         }
         if let Ok(buf) = sealed.try_into_mut() {
             if buf.capacity() >= self.batch_size {
-                self.free.push(buf);
+                self.pool.keep_spare(buf);
             }
         }
     }
@@ -679,7 +714,7 @@ mod tests {
 
     /// How many blocks wait for reuse.
     fn recycled(acc: &Accumulator) -> usize {
-        acc.free.len()
+        acc.pool.spare.len()
     }
 
     fn drained(acc: &mut Accumulator, tp: &TopicPartition) -> Batch {
@@ -746,6 +781,65 @@ mod tests {
         b.seal(&BatchMeta::default());
         acc.recycle(b);
         assert_eq!(recycled(&acc), 1);
+    }
+
+    /// Spare blocks are part of buffer.memory, as in Java's buffer pool: batches plus spare
+    /// blocks never hold more than the pool, and a reservation lets spares go to fit (found by
+    /// the benchmark: with 1 MB batches, 32 spare blocks beside 32 MB of batches held the
+    /// producer at 80 MB).
+    #[test]
+    fn spare_blocks_count_within_buffer_memory() {
+        let block = 1024;
+        let mut acc = Accumulator::new(block, block, Duration::ZERO, Compression::None, 4 * block);
+        let held = |acc: &Accumulator| acc.pool.used + acc.pool.spare.len() * block;
+        let deadline = Instant::from_millis(1000);
+        let small = ProducerRecord::new("t", vec![1u8; 10], 1);
+        // Four partitions' batches fill the pool; completed, their blocks are all kept.
+        for p in 0..4 {
+            acc.append(
+                p,
+                &small,
+                RecordToken(p as u64),
+                Instant::ZERO,
+                deadline,
+                Block::Whole,
+            )
+            .unwrap();
+        }
+        assert_eq!(acc.pool.used, 4 * block);
+        for p in 0..4 {
+            let mut b = drained(&mut acc, &("t".to_string(), p));
+            b.seal(&BatchMeta::default());
+            acc.pool.release(b.reserved);
+            acc.recycle(b);
+            assert!(held(&acc) <= 4 * block);
+        }
+        assert_eq!(recycled(&acc), 4);
+        // A record needing three blocks' room gets it: three spares go.
+        let big = ProducerRecord::new("t", vec![1u8; 3 * block - 200], 1);
+        acc.append(
+            0,
+            &big,
+            RecordToken(9),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        )
+        .unwrap();
+        assert!(held(&acc) <= 4 * block, "{} > {}", held(&acc), 4 * block);
+        assert_eq!(recycled(&acc), 1);
+        // The last spare is reused for the next batch.size batch, within the pool.
+        acc.append(
+            1,
+            &small,
+            RecordToken(10),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        )
+        .unwrap();
+        assert_eq!(recycled(&acc), 0);
+        assert!(held(&acc) <= 4 * block);
     }
 
     /// Without idempotence, a retried batch went back behind any younger batch already

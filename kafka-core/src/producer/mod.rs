@@ -275,7 +275,7 @@ impl Producer {
                     self.drive(now);
                     return Err((SendError::BufferFull, record));
                 }
-                self.acc.pool.used += size;
+                self.acc.pool.take(size);
                 // Only the first record waiting for a topic wakes the sender (to ask for its
                 // metadata); the others change nothing it would act on, and a burst sent before
                 // the metadata arrives would otherwise run the sender once per record.
@@ -967,7 +967,7 @@ impl Producer {
                     .filter(|q| self.metadata.topic(&q.record.topic).is_some())
                     .map(|q| q.size)
                     .sum();
-                self.acc.pool.used += size + held;
+                self.acc.pool.take(size + held);
                 self.add_pending_topic(&record.topic);
                 self.pending.push_front(Pending {
                     token,
