@@ -267,6 +267,9 @@ pub(crate) struct Accumulator {
     batch_size: usize,
     /// How large a full batch may grow while it waits to be sent (see [`Accumulator::grow`]).
     grow_to: usize,
+    /// Lower growth limits for topics whose brokers refused a grown batch as too large
+    /// (a topic's `max.message.bytes` below `grow_to`).
+    grow_caps: BTreeMap<String, usize>,
     linger: Duration,
     compression: Compression,
     pub pool: Pool,
@@ -299,6 +302,7 @@ impl Accumulator {
         Accumulator {
             batch_size,
             grow_to: grow_to.max(batch_size),
+            grow_caps: BTreeMap::new(),
             linger,
             compression,
             pool: Pool::new(buffer_memory, batch_size),
@@ -354,7 +358,9 @@ impl Accumulator {
                     filled |= !last.full;
                     last.full = true;
                     let grow = if behind || last.waited {
-                        Self::grow(&mut self.pool, self.batch_size, self.grow_to, last.reserved)
+                        let cap = self.grow_caps.get(r.topic.as_str()).copied();
+                        let grow_to = cap.unwrap_or(self.grow_to);
+                        Self::grow(&mut self.pool, self.batch_size, grow_to, last.reserved)
                     } else {
                         None
                     };
@@ -470,6 +476,14 @@ impl Accumulator {
     fn grow(pool: &mut Pool, batch_size: usize, grow_to: usize, reserved: usize) -> Option<usize> {
         let more = batch_size.min(grow_to.saturating_sub(reserved));
         (more > 0 && pool.try_take(more)).then_some(more)
+    }
+
+    /// A broker refused a batch of `topic` of `bytes` as too large: its batches grow to half
+    /// that at most from now on, so that later ones are not refused and split again.
+    pub fn cap_growth(&mut self, topic: &str, bytes: usize) {
+        let cap = (bytes / 2).max(self.batch_size);
+        let entry = self.grow_caps.entry(topic.to_owned()).or_insert(cap);
+        *entry = (*entry).min(cap);
     }
 
     /// Takes back a completed batch's buffer for reuse, if it was a `batch.size` block and
@@ -939,6 +953,28 @@ mod tests {
             (16384, 1),
             "a new 16 KB batch"
         );
+    }
+
+    /// A topic whose broker refused a grown batch as too large (its `max.message.bytes` is
+    /// below 1 MB) grows its batches to half the refused size from then on, instead of having
+    /// every grown batch refused and split.
+    #[test]
+    fn growth_stops_below_a_size_the_broker_refused() {
+        let mut acc = Accumulator::new(
+            16384,
+            1 << 20,
+            Duration::from_secs(1),
+            Compression::None,
+            32 << 20,
+        );
+        acc.cap_growth("t", 256 << 10);
+        assert_eq!(fill(&mut acc, 0, 20_000, 0), 20_000);
+        let q = acc.queues.get("t", 0).unwrap();
+        let largest = q.iter().map(|b| b.reserved).max().unwrap();
+        assert_eq!(largest, 128 << 10, "half the refused 256 KB");
+        // Another topic still grows to 1 MB, and a cap never goes below batch.size.
+        acc.cap_growth("u", 1000);
+        assert_eq!(acc.grow_caps["u"], 16384);
     }
 
     /// 16 KB blocks exist so that many partitions fit in `buffer.memory`: with growth, 1,000

@@ -71,6 +71,7 @@ impl Producer {
                 // Too large for the broker: send it as two halves (they keep the sequence
                 // range), down to single records, which then fail.
                 Some(ErrorCode::MessageTooLarge) if b.records.len() > 1 => {
+                    self.acc.cap_growth(&b.tp.0, b.size());
                     match self.acc.split(b) {
                         Ok([first, second]) => {
                             self.acc.reenqueue(second);
