@@ -112,8 +112,8 @@ pub struct ProduceArgs {
     #[arg(short = 'z', long = "compression", value_enum)]
     pub compression: Option<Codec>,
     /// With `-X transactional.id=ID` (which sends the whole input in one transaction,
-    /// committed at end of input): abort it instead, so that read_committed readers never see
-    /// its records.
+    /// committed at end of input): write the records, then abort the transaction, so that
+    /// read_committed readers skip them and read_uncommitted ones see them.
     #[arg(long)]
     pub abort: bool,
     /// The global -X settings (filled in from [`Cli::config`]).

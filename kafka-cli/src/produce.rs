@@ -134,6 +134,9 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
     let ended = if !transactional {
         None
     } else if a.abort {
+        // Written first, then aborted: the records are in the log, and only read_committed
+        // readers skip them (what an operator checking isolation wants to see).
+        producer.flush().await;
         Some(producer.abort_transaction().await.map(|()| "aborted"))
     } else {
         Some(producer.commit_transaction().await.map(|()| "committed"))

@@ -217,10 +217,9 @@ fn a_consume_transform_produce_pipeline_writes_each_input_exactly_once() {
         c.create_topic("pipe-out", 3, 1, &[]);
         let input = Producer::from_map([("bootstrap.servers", c.bootstrap.as_str())]).unwrap();
         for i in 0..N {
-            input
-                .send(Record::new("pipe-in", format!("{i}")))
-                .await
-                .unwrap();
+            // Spread over every partition, so that each has offsets to commit.
+            let r = Record::new("pipe-in", format!("{i}")).partition(i as i32 % 3);
+            input.send(r).await.unwrap();
         }
         input.flush().await;
         let mut consumer = Consumer::from_map([
