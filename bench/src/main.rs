@@ -468,6 +468,19 @@ fn matrix(a: &[String]) {
             other => panic!("--brokers takes tansu and kafka, not {other}"),
         })
         .collect();
+    // The commit measured (read before the run: the binaries are built from it), with a
+    // mark when the tree had changes.
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let mut commit = git(&["rev-parse", "--short", "HEAD"]);
+    if !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+        commit.push_str(" (with uncommitted changes)");
+    }
     let began = std::time::Instant::now();
     let mut sections = Vec::new();
     let total = (sizes.len() * 4 + 1) * brokers.len();
@@ -538,19 +551,12 @@ fn matrix(a: &[String]) {
         eprintln!("    {client:>16}: p50/p99/p99.9 {:?} µs", m.latency_us);
         latency.push(m);
     }
-    // The commit measured, with a mark when the tree had changes.
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default()
-    };
-    let mut commit = git(&["rev-parse", "--short", "HEAD"]);
-    if !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
-        commit.push_str(" (with uncommitted changes)");
-    }
-    let md = report::markdown(&sections, &latency, rate, records, rounds, &commit);
+    let sizes_flag: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    let command = format!(
+        "kafka-bench matrix --records {records} --rounds {rounds} --sizes {}",
+        sizes_flag.join(",")
+    );
+    let md = report::markdown(&sections, &latency, rate, rounds, &command, &commit);
     std::fs::write(&out, md).expect("write the report");
     let svg_path = std::path::Path::new(&out).with_extension("svg");
     std::fs::write(&svg_path, report::svg(&sections[0].1)).expect("write the plot");
