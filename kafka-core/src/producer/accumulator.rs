@@ -798,9 +798,8 @@ mod tests {
     }
 
     /// Spare blocks are part of buffer.memory, as in Java's buffer pool: batches plus spare
-    /// blocks never hold more than the pool, and a reservation lets spares go to fit (found by
-    /// the benchmark: with 1 MB batches, 32 spare blocks beside 32 MB of batches held the
-    /// producer at 80 MB).
+    /// blocks never hold more than the pool, and a reservation lets spares go to fit (before,
+    /// a pool's worth of spares could sit beside a pool's worth of batches).
     #[test]
     fn spare_blocks_count_within_buffer_memory() {
         let block = 1024;
