@@ -17,6 +17,13 @@ use args::{Cli, Command, PerfCommand, TopicAction};
 use cluster::{print_metadata, CliResult, Cluster};
 
 fn main() -> ExitCode {
+    // As kcat and other Unix filters: stdout closed by its reader (`kafka-cli consume | head`)
+    // ends the program quietly, by SIGPIPE, instead of a panic in `println!`.
+    #[cfg(unix)]
+    // SAFETY: restores a signal's default disposition at startup, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

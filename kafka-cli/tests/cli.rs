@@ -294,6 +294,42 @@ fn errors_name_their_cause_in_one_line(kind: Kind) {
     assert!(cli(b, &["--help"], "").status.success());
 }
 
+/// A reader that stops early (`kafka-cli consume | head -1`) ends the CLI quietly: SIGPIPE,
+/// not a panic. 20,000 lines overflow the pipe, so the CLI is still writing when it closes.
+#[test]
+fn a_closed_stdout_ends_the_cli_quietly() {
+    let broker = Broker::shared(Kind::Tansu, "cli-pipe");
+    let b = broker.addr.as_str();
+    ok(&cli(
+        b,
+        &["topic", "create", "pipe", "--partitions", "1"],
+        "",
+    ));
+    let lines: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    ok(&cli(b, &["produce", "-t", "pipe"], &lines));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-cli"))
+        .args(["-b", b, "consume", "-t", "pipe", "-o", "beginning", "-e"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kafka-cli");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 7];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    assert_eq!(&first, b"line 0\n");
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(13),
+        "ended by SIGPIPE: {:?} {err}",
+        out.status
+    );
+}
+
 // Every test on both brokers.
 
 mod tansu {
