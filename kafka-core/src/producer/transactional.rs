@@ -127,6 +127,13 @@ impl Producer {
                 }
             }
         }
+        if let Some(code) = txn.fatal_code() {
+            // Fenced or unauthorized for good: what waits to be sent never will be (its
+            // partitions may never join), so it fails now rather than at delivery.timeout.ms.
+            if !self.acc.is_empty() {
+                self.fail_unsent(DeliveryError::Broker(code));
+            }
+        }
         // Every record of the transaction has its outcome: it may end.
         let settled = self.outstanding.is_empty();
         loop {

@@ -288,6 +288,11 @@ impl Transactions {
         }
     }
 
+    /// The fatal cause, once the producer failed for good.
+    pub(crate) fn fatal_code(&self) -> Option<ErrorCode> {
+        self.fatal.filter(|_| self.state == State::Fatal)
+    }
+
     pub(super) fn fatal_error(&self) -> TransactionError {
         TransactionError::Fatal(self.fatal.unwrap_or(ErrorCode::UnknownServerError))
     }
