@@ -10,7 +10,10 @@
 //   quorum-leader BOOTSTRAP                 the node id of the active KRaft controller
 //   coordinator BOOTSTRAP GROUP             the node id of the group's coordinator
 //   produce BOOTSTRAP TOPIC [k=v]...        stdin: partition(-1 = the partitioner) timestamp
-//                                           key value headers; stdout: partition offset
+//                                           key value headers; stdout: partition offset.
+//                                           With transactional.id, the input is one
+//                                           transaction, committed (or, with peer.abort=true,
+//                                           flushed and aborted; offsets are then not printed)
 //   consume BOOTSTRAP TOPIC COUNT TIMEOUT_S [k=v]...  assigns every partition from the start
 //                                           (or subscribes, with group.id); prints COUNT records
 //   partition N                             stdin: hex keys; stdout: the built-in
@@ -170,8 +173,14 @@ public class KafkaPeer {
     static void produce(String bootstrap, String topic, Properties p) throws Exception {
         p.setProperty("bootstrap.servers", bootstrap);
         p.putIfAbsent("linger.ms", "5");
+        boolean abort = Boolean.parseBoolean((String) p.remove("peer.abort"));
+        boolean transactional = p.containsKey("transactional.id");
         try (KafkaProducer<byte[], byte[]> producer =
                 new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            if (transactional) {
+                producer.initTransactions();
+                producer.beginTransaction();
+            }
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             String line;
@@ -190,6 +199,13 @@ public class KafkaPeer {
                         timestamp < 0 ? null : timestamp, bytes(f[2]), bytes(f[3]), headers)));
             }
             producer.flush();
+            if (transactional && abort) {
+                producer.abortTransaction();
+                return;
+            }
+            if (transactional) {
+                producer.commitTransaction();
+            }
             for (Future<RecordMetadata> f : sent) {
                 RecordMetadata m = f.get();
                 System.out.println(m.partition() + "\t" + m.offset());

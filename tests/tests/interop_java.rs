@@ -502,3 +502,112 @@ fn owned(lines: &[String]) -> BTreeSet<i32> {
     }
     owned
 }
+
+/// Our transactions, read by Java's read_committed consumer: the records of an aborted
+/// transaction (written, then aborted) between two committed ones are skipped; Java's
+/// transactions, read by ours: the committed one only.
+#[test]
+fn transactions_cross_between_java_and_us_with_read_committed() {
+    let c = cluster();
+    c.create_topic("tx-ours", 2, 1, &[]);
+    block_on(async {
+        let p = Producer::from_map([
+            ("bootstrap.servers", c.bootstrap.as_str()),
+            ("transactional.id", "interop-ours"),
+        ])
+        .unwrap();
+        p.init_transactions().await.unwrap();
+        for (tag, commit) in [("c1", true), ("ab", false), ("c2", true)] {
+            p.begin_transaction().unwrap();
+            for i in 0..50 {
+                p.send(Record::new("tx-ours", format!("{tag}-{i}")))
+                    .await
+                    .unwrap();
+            }
+            if commit {
+                p.commit_transaction().await.unwrap();
+            } else {
+                p.flush().await;
+                p.abort_transaction().await.unwrap();
+            }
+        }
+        p.close(Duration::from_secs(10)).await;
+    });
+    let read = |isolation: &str, count: &str| {
+        let setting = format!("isolation.level={isolation}");
+        let (ok, stdout, stderr) = peer(
+            &["consume", &c.bootstrap, "tx-ours", count, "30", &setting],
+            None,
+        );
+        assert!(ok, "Java's {isolation} consumer: {stderr}");
+        stdout
+            .lines()
+            .map(|l| String::from_utf8(parse_consumed(l).1.value.unwrap()).unwrap())
+            .collect::<Vec<String>>()
+    };
+    let committed = read("read_committed", "100");
+    assert_eq!(committed.len(), 100);
+    assert!(
+        committed.iter().all(|v| !v.starts_with("ab")),
+        "Java's read_committed consumer saw an aborted record"
+    );
+    let all = read("read_uncommitted", "150");
+    assert_eq!(all.iter().filter(|v| v.starts_with("ab")).count(), 50);
+
+    // Java's transactions, read by ours.
+    c.create_topic("tx-java", 2, 1, &[]);
+    let lines = |tag: &str| -> String {
+        (0..40)
+            .map(|i| {
+                format!(
+                    "-1\t-1\t-\t{}\t-\n",
+                    hex(&Some(format!("{tag}-{i}").into_bytes()))
+                )
+            })
+            .collect()
+    };
+    for (tag, abort) in [("j1", false), ("jab", true), ("j2", false)] {
+        let abort_setting = format!("peer.abort={abort}");
+        let (ok, _, stderr) = peer(
+            &[
+                "produce",
+                &c.bootstrap,
+                "tx-java",
+                "transactional.id=interop-java",
+                &abort_setting,
+            ],
+            Some(&lines(tag)),
+        );
+        assert!(ok, "Java's transactional producer ({tag}): {stderr}");
+    }
+    let seen: Vec<String> = block_on(async {
+        let mut consumer = Consumer::from_map([
+            ("bootstrap.servers", c.bootstrap.as_str()),
+            ("isolation.level", "read_committed"),
+        ])
+        .unwrap();
+        consumer
+            .assign((0..2).map(|p| ("tx-java", p)), StartFrom::Earliest)
+            .unwrap();
+        let mut ends = BTreeSet::new();
+        let mut values = Vec::new();
+        while ends.len() < 2 {
+            let e = tokio::time::timeout(Duration::from_secs(30), consumer.next_event())
+                .await
+                .expect("records within 30 s")
+                .unwrap();
+            match e {
+                ConsumerEvent::Record(r) => {
+                    values.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap())
+                }
+                ConsumerEvent::EndOfPartition { partition, .. } => {
+                    ends.insert(partition);
+                }
+                _ => {}
+            }
+        }
+        values
+    });
+    assert_eq!(seen.len(), 80, "j1 and j2: {seen:?}");
+    assert!(seen.iter().all(|v| !v.starts_with("jab")));
+}
