@@ -134,6 +134,13 @@ pub fn rskafka_batch(size: usize) -> usize {
 }
 
 pub fn run(j: &Job) -> Done {
+    if let Some((name, per_txn)) = crate::txn::per_txn(&j.client) {
+        return match name {
+            "ours-tokio-txn" => tokio_rt().block_on(crate::txn::ours(j, per_txn)),
+            "rdkafka-txn" => crate::txn::rdkafka(j, per_txn),
+            other => panic!("no transactional client {other}"),
+        };
+    }
     match (j.client.as_str(), j.role.as_str()) {
         ("ours-tokio" | THREE_CONNECTIONS, "produce") => tokio_rt().block_on(ours_tokio_produce(j)),
         (CLI, _) => exec_cli(j),

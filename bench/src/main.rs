@@ -18,6 +18,7 @@
 mod clients;
 mod report;
 mod tls;
+mod txn;
 
 use std::process::{Command, Stdio};
 
@@ -145,6 +146,7 @@ fn main() {
         Some("child") => child(&args[1..]),
         Some("matrix") => matrix(&args[1..]),
         Some("tls") => tls::run(&args[1..]),
+        Some("txn") => txn::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: kafka-bench matrix [--records N] [--rounds R] [--out FILE] | tls [--records N] [--rounds R] [--out FILE] | child ..."
