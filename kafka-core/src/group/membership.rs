@@ -547,13 +547,8 @@ impl Membership {
         }
         match (pending, body) {
             (Pending::Find, ResponseBody::FindCoordinator(r)) => {
-                // v4+ answers per key; older versions at the top level.
-                let (code, node, host, port) = match r.coordinators.first() {
-                    Some(c) => (c.error_code, c.node_id, c.host.clone(), c.port),
-                    None => (r.error_code, r.node_id, r.host.clone(), r.port),
-                };
-                let addr = u16::try_from(port).ok().map(|p| HostPort::new(host, p));
-                match (ErrorCode::from_code(code), addr) {
+                let (code, node, addr) = super::found_coordinator(&r);
+                match (code, addr) {
                     (None, Some(addr)) if node >= 0 => {
                         self.failures = 0;
                         self.retry_at = None;

@@ -9,3 +9,21 @@ pub mod offsets;
 pub mod payload;
 
 pub use assignor::{Assignment, Assignor, Member, RebalanceProtocol, TopicPartition};
+
+use kafka_proto::messages::find_coordinator_response::FindCoordinatorResponse;
+use kafka_proto::ErrorCode;
+
+use crate::config::HostPort;
+
+/// What a FindCoordinator answer says of the (single) key asked: its error, the node id and
+/// the node's address. v4+ answers per key; older versions at the top level.
+pub(crate) fn found_coordinator(
+    r: &FindCoordinatorResponse,
+) -> (Option<ErrorCode>, i32, Option<HostPort>) {
+    let (code, node, host, port) = match r.coordinators.first() {
+        Some(c) => (c.error_code, c.node_id, c.host.clone(), c.port),
+        None => (r.error_code, r.node_id, r.host.clone(), r.port),
+    };
+    let addr = u16::try_from(port).ok().map(|p| HostPort::new(host, p));
+    (ErrorCode::from_code(code), node, addr)
+}

@@ -9,7 +9,6 @@ use kafka_proto::messages::find_coordinator_response::FindCoordinatorResponse;
 use kafka_proto::ErrorCode;
 
 use super::{Pending, State, TransactionError, Transactions, GROUP_KEY, TRANSACTION_KEY};
-use crate::config::HostPort;
 use crate::time::Instant;
 
 /// How soon a request the coordinator answered CONCURRENT_TRANSACTIONS is tried again: the
@@ -131,13 +130,8 @@ impl Transactions {
     }
 
     pub(super) fn on_find(&mut self, kind: i8, r: &FindCoordinatorResponse, now: Instant) {
-        // v4+ answers per key; older versions at the top level.
-        let (code, node, host, port) = match r.coordinators.first() {
-            Some(c) => (c.error_code, c.node_id, c.host.clone(), c.port),
-            None => (r.error_code, r.node_id, r.host.clone(), r.port),
-        };
-        let addr = u16::try_from(port).ok().map(|p| HostPort::new(host, p));
-        match (ErrorCode::from_code(code), addr) {
+        let (code, node, addr) = crate::group::found_coordinator(r);
+        match (code, addr) {
             (None, Some(addr)) if node >= 0 => {
                 self.failures = 0;
                 self.learned.push((node, addr));
