@@ -188,16 +188,11 @@ impl Producer {
     }
 
     pub(super) fn fail_batch(&mut self, b: Batch, error: DeliveryError, unknown: bool) {
-        if let Some(txn) = &mut self.txn {
-            // Any failed record dooms its transaction; records failed by the abort itself
-            // (or by closing) change nothing.
-            let sent = b.base_sequence >= 0;
-            match &error {
-                DeliveryError::TransactionAborted | DeliveryError::Closed => {}
-                DeliveryError::Broker(e) => txn.record_failed(Some(*e), &error.to_string(), sent),
-                other => txn.record_failed(None, &other.to_string(), sent),
-            }
-        }
+        let code = match error {
+            DeliveryError::Broker(e) => Some(e),
+            _ => None,
+        };
+        self.fail_transaction(&error, code, b.base_sequence >= 0);
         // Certainty only weakens: once an attempt's fate was unknown, it stays possibly sent.
         let certainty = if unknown || b.sent {
             Certainty::PossiblySent

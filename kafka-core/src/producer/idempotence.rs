@@ -75,6 +75,12 @@ impl Producer {
     /// Gets a new producer id, and starts every partition over.
     fn reset_producer_id(&mut self) {
         self.producer_id = None;
+        self.restart_sequences();
+    }
+
+    /// Every partition starts over at sequence 0 (a new producer id or epoch: the brokers
+    /// hold no sequences for it).
+    pub(super) fn restart_sequences(&mut self) {
         let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
         self.sequences.clear();
         for tp in all {

@@ -891,14 +891,7 @@ impl Producer {
     /// Fails a record that never left the pending queue: it was never sent.
     fn fail_pending(&mut self, p: Pending, error: DeliveryError) {
         self.free_pending(p.size);
-        if let Some(txn) = &mut self.txn {
-            if !matches!(
-                error,
-                DeliveryError::TransactionAborted | DeliveryError::Closed
-            ) {
-                txn.record_failed(None, &error.to_string(), false);
-            }
-        }
+        self.fail_transaction(&error, None, false);
         let outcome = Outcome::Failed {
             error,
             certainty: Certainty::NotSent,

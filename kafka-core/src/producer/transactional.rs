@@ -7,6 +7,8 @@ use super::{
     DeliveryError, GroupMetadata, Producer, ProducerEvent, Tag, TopicPartition, TransactionError,
     TxnOffset, TxnToken,
 };
+use kafka_proto::ErrorCode;
+
 use crate::net::Purpose;
 use crate::time::Instant;
 
@@ -27,7 +29,10 @@ impl Producer {
     /// transaction it left open. Its result arrives as [`ProducerEvent::Transaction`] with the
     /// returned token.
     pub fn init_transactions(&mut self, now: Instant) -> TxnToken {
-        self.txn_call(now, |t, token| t.init(token))
+        self.txn_call(now, |t, token| {
+            t.init(token);
+            false
+        })
     }
 
     /// `begin_transaction`: records sent from now on belong to a new transaction. Local: the
@@ -50,23 +55,40 @@ impl Producer {
         now: Instant,
     ) -> TxnToken {
         let offsets = offsets.into_iter().collect();
-        self.txn_call(now, |t, token| t.send_offsets(token, offsets, group))
+        self.txn_call(now, |t, token| {
+            t.send_offsets(token, offsets, group);
+            false
+        })
     }
 
     /// `commit_transaction`: sends what is batched at once, waits for every record's outcome,
     /// then commits. If a record failed, the result is [`TransactionError::Abortable`]: abort.
     pub fn commit_transaction(&mut self, now: Instant) -> TxnToken {
-        self.txn_call(now, |t, token| t.commit(token))
+        self.txn_call(now, |t, token| {
+            t.commit(token);
+            false
+        })
     }
 
     /// `abort_transaction`: records not yet sent fail at once
     /// ([`DeliveryError::TransactionAborted`], not sent); once the rest have their outcomes,
     /// the transaction aborts, and read_committed consumers never see its records.
     pub fn abort_transaction(&mut self, now: Instant) -> TxnToken {
-        let token = self.new_txn_token();
+        self.txn_call(now, |t, token| t.abort(token))
+    }
+
+    /// Runs a transactional call under a new token (answered at once when the producer is not
+    /// transactional). `call` says whether the records not yet sent fail now (an abort).
+    fn txn_call(
+        &mut self,
+        now: Instant,
+        call: impl FnOnce(&mut super::transaction::Transactions, TxnToken) -> bool,
+    ) -> TxnToken {
+        let token = TxnToken(self.next_txn_token);
+        self.next_txn_token += 1;
         match &mut self.txn {
             Some(t) => {
-                if t.abort(token) {
+                if call(t, token) {
                     self.fail_unsent(DeliveryError::TransactionAborted);
                 }
             }
@@ -79,27 +101,22 @@ impl Producer {
         token
     }
 
-    fn new_txn_token(&mut self) -> TxnToken {
-        let token = TxnToken(self.next_txn_token);
-        self.next_txn_token += 1;
-        token
-    }
-
-    fn txn_call(
+    /// A record failed with `error` (`code`: the broker's, for a produced batch): its
+    /// transaction can no longer commit. Records failed by the abort itself, or by closing,
+    /// change nothing. `sent`: its batch had a sequence.
+    pub(super) fn fail_transaction(
         &mut self,
-        now: Instant,
-        call: impl FnOnce(&mut super::transaction::Transactions, TxnToken),
-    ) -> TxnToken {
-        let token = self.new_txn_token();
-        match &mut self.txn {
-            Some(t) => call(t, token),
-            None => self.events.push_back(ProducerEvent::Transaction(
-                token,
-                Err(TransactionError::NotTransactional),
-            )),
+        error: &DeliveryError,
+        code: Option<ErrorCode>,
+        sent: bool,
+    ) {
+        let Some(txn) = &mut self.txn else { return };
+        if !matches!(
+            error,
+            DeliveryError::TransactionAborted | DeliveryError::Closed
+        ) {
+            txn.record_failed(code, &error.to_string(), sent);
         }
-        self.drive(now);
-        token
     }
 
     /// Batches go without waiting for `linger.ms`: a flush, a close, or the end of a
@@ -112,22 +129,16 @@ impl Producer {
 
     /// Takes up the transaction's producer id, and sends its next requests.
     pub(super) fn drive_transaction(&mut self, now: Instant) {
-        let Some(txn) = &mut self.txn else {
+        let Some(txn) = &self.txn else {
             return;
         };
-        if let Some(id) = txn.producer_id() {
-            if self.producer_id != Some(id) {
-                // A new id or epoch (init, or a bump at an abort): the brokers hold no
-                // sequences for it, so every partition starts over at 0.
-                self.producer_id = Some(id);
-                let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
-                self.sequences.clear();
-                for tp in all {
-                    self.acc.reset_sequences(&tp);
-                }
-            }
+        let (id, fatal) = (txn.producer_id(), txn.fatal_code());
+        if id.is_some() && self.producer_id != id {
+            // A new id or epoch: init, or a bump at an abort.
+            self.producer_id = id;
+            self.restart_sequences();
         }
-        if let Some(code) = txn.fatal_code() {
+        if let Some(code) = fatal {
             // Fenced or unauthorized for good: what waits to be sent never will be (its
             // partitions may never join), so it fails now rather than at delivery.timeout.ms.
             if !self.acc.is_empty() {

@@ -214,13 +214,27 @@ impl Transactions {
     pub(crate) fn check_send(&self) -> Result<(), TransactionError> {
         match self.state {
             State::InTransaction => Ok(()),
-            State::AbortableError => Err(self.abortable_error()),
-            State::Fatal => Err(self.fatal_error()),
-            s => Err(TransactionError::InvalidState {
-                call: "send",
-                state: s.words(),
-            }),
+            _ => Err(self.refusal("send")),
         }
+    }
+
+    /// Why `call` cannot run in the current state: the failure that stopped the transaction
+    /// (abortable) or the producer (fatal), or the state itself.
+    fn refusal(&self, call: &'static str) -> TransactionError {
+        match self.state {
+            State::AbortableError => self.abortable_error(),
+            State::Fatal => self.fatal_error(),
+            s => TransactionError::InvalidState {
+                call,
+                state: s.words(),
+            },
+        }
+    }
+
+    /// Answers `token` at once with [`Transactions::refusal`].
+    fn refuse(&mut self, token: TxnToken, call: &'static str) {
+        let error = self.refusal(call);
+        self.results.push_back((token, Err(error)));
     }
 
     /// A batch for `tp` opened: the partition joins the transaction before its batches go.
@@ -288,15 +302,7 @@ impl Transactions {
                 group,
                 added: false,
             }),
-            State::AbortableError => self.results.push_back((token, Err(self.abortable_error()))),
-            State::Fatal => self.results.push_back((token, Err(self.fatal_error()))),
-            s => self.results.push_back((
-                token,
-                Err(TransactionError::InvalidState {
-                    call: "send_offsets_to_transaction",
-                    state: s.words(),
-                }),
-            )),
+            _ => self.refuse(token, "send_offsets_to_transaction"),
         }
     }
 
@@ -309,15 +315,7 @@ impl Transactions {
                 self.waiting = Some(token);
             }
             State::Committing => self.reattach(token),
-            State::AbortableError => self.results.push_back((token, Err(self.abortable_error()))),
-            State::Fatal => self.results.push_back((token, Err(self.fatal_error()))),
-            s => self.results.push_back((
-                token,
-                Err(TransactionError::InvalidState {
-                    call: "commit_transaction",
-                    state: s.words(),
-                }),
-            )),
+            _ => self.refuse(token, "commit_transaction"),
         }
     }
 
@@ -327,16 +325,15 @@ impl Transactions {
     pub(crate) fn abort(&mut self, token: TxnToken) -> bool {
         match self.state {
             State::InTransaction | State::AbortableError | State::Committing => {
+                let aborted = || TransactionError::Abortable {
+                    cause: "aborted by abort_transaction".to_owned(),
+                };
                 // A commit that failed half way (its EndTxn not yet sent) is aborted instead:
                 // its caller hears why.
                 if let Some(t) = self.waiting.take() {
-                    let cause = "aborted by abort_transaction".to_owned();
-                    self.results
-                        .push_back((t, Err(TransactionError::Abortable { cause })));
+                    self.results.push_back((t, Err(aborted())));
                 }
-                self.fail_offsets(|| TransactionError::Abortable {
-                    cause: "aborted by abort_transaction".to_owned(),
-                });
+                self.fail_offsets(aborted);
                 self.state = State::Aborting;
                 self.waiting = Some(token);
                 // Partitions not added yet have no records left to send: forget them.
@@ -347,18 +344,8 @@ impl Transactions {
                 self.reattach(token);
                 false
             }
-            State::Fatal => {
-                self.results.push_back((token, Err(self.fatal_error())));
-                false
-            }
-            s => {
-                self.results.push_back((
-                    token,
-                    Err(TransactionError::InvalidState {
-                        call: "abort_transaction",
-                        state: s.words(),
-                    }),
-                ));
+            _ => {
+                self.refuse(token, "abort_transaction");
                 false
             }
         }
