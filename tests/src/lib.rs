@@ -9,3 +9,13 @@ pub mod kafka;
 pub mod pki;
 pub mod sim;
 pub mod simrt;
+
+/// Runs `f` to completion on a fresh two-worker tokio runtime (what the tests on tokio share).
+pub fn tokio_block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(f)
+}

@@ -18,15 +18,6 @@ pub async fn within<F: Future>(limit: Duration, what: &str, f: F) -> F::Output {
     }
 }
 
-fn tokio_block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
-
 fn unreachable_addr() -> String {
     // Bound then dropped: nothing listens there.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -886,7 +877,7 @@ macro_rules! suite {
 suite!(
     on_tokio_tansu,
     kafka_tokio,
-    crate::tokio_block_on,
+    tests::tokio_block_on,
     Kind::Tansu
 );
 suite!(on_smol_tansu, kafka_asyncstd, smol::block_on, Kind::Tansu);
@@ -899,7 +890,7 @@ suite!(
 suite!(
     on_tokio_kafka,
     kafka_tokio,
-    crate::tokio_block_on,
+    tests::tokio_block_on,
     Kind::Kafka
 );
 suite!(on_smol_kafka, kafka_asyncstd, smol::block_on, Kind::Kafka);
@@ -963,7 +954,7 @@ fn futures_executor_block_on<F: Future>(f: F) -> F::Output {
 fn a_session_timeout_the_broker_refuses_is_a_typed_error() {
     use kafka_tokio::{ConsumeError, Consumer, ErrorCode};
     use tests::brokers::{Kind, TestBroker as Broker};
-    tokio_block_on(async {
+    tests::tokio_block_on(async {
         let broker = Broker::shared(Kind::Kafka, module_path!());
         broker.create_topic("short-session", 1);
         let mut c = Consumer::from_map([

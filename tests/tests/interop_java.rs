@@ -12,19 +12,11 @@ use std::time::{Duration, Instant};
 
 use kafka_tokio::{Consumer, ConsumerEvent, Producer, Record, StartFrom};
 use tests::kafka::{peer, peer_classpath, Cluster};
+use tests::tokio_block_on as block_on;
 
 fn cluster() -> &'static Cluster {
     static C: OnceLock<Cluster> = OnceLock::new();
     C.get_or_init(|| Cluster::start(1))
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
 }
 
 /// A record as the peer's lines carry it.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use kafka_tokio::{Consumer, ErrorCode, Producer, Record, StartFrom, TransactionError, TxnOffset};
 use tests::kafka::Cluster;
+use tests::tokio_block_on as block_on;
 
 fn cluster() -> &'static Cluster {
     static C: OnceLock<Cluster> = OnceLock::new();
@@ -23,15 +24,6 @@ fn cluster() -> &'static Cluster {
             &["transaction.abort.timed.out.transaction.cleanup.interval.ms=1000"],
         )
     })
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(f)
 }
 
 async fn within<F: std::future::Future>(secs: u64, what: &str, f: F) -> F::Output {
