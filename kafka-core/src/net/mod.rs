@@ -206,6 +206,12 @@ impl<T> Network<T> {
         &self.nodes
     }
 
+    /// Whether the latest metadata (or a FindCoordinator answer) named `node`: a node the
+    /// cluster no longer lists cannot be connected to until it is named again.
+    pub fn knows(&self, node: NodeId) -> bool {
+        self.nodes.contains_key(&node)
+    }
+
     /// The connection to `node` for `purpose` if it can take a request now. Otherwise starts
     /// connecting (unless backing off) and returns `None`; try again after the next event.
     pub fn ready(&mut self, node: NodeId, purpose: Purpose, now: Instant) -> Option<ConnId> {

@@ -162,6 +162,17 @@ impl Producer {
                 }
             };
             let Some(conn) = conn else {
+                if let TxnTarget::Coordinator(node) | TxnTarget::GroupCoordinator(node) = target {
+                    if !self.net.knows(node) {
+                        // The coordinator's broker left the metadata (it crashed): no
+                        // connection will come, so the coordinator is looked up again (found
+                        // by the transaction simulation, where such a producer waited for
+                        // ever).
+                        let txn = self.txn.as_mut().expect("checked above");
+                        txn.forget(target, now);
+                        continue;
+                    }
+                }
                 break; // connecting: its event wakes the producer
             };
             let txn = self.txn.as_mut().expect("checked above");

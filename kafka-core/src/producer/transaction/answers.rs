@@ -48,9 +48,14 @@ impl Transactions {
                         }
                     }
                 }
-                // The rest go again, unless the error ends the transaction.
-                self.to_add
-                    .extend(parts.into_iter().filter(|tp| !answered.contains(tp)));
+                // The rest go again, unless the error ends the transaction; not while
+                // aborting: their records were failed unsent (found by the transaction
+                // simulation: an abort behind an AddPartitionsToTxn answered
+                // CONCURRENT_TRANSACTIONS waited for them for ever).
+                if self.state != State::Aborting {
+                    self.to_add
+                        .extend(parts.into_iter().filter(|tp| !answered.contains(tp)));
+                }
                 match error {
                     None if self.to_add.is_empty() => self.failures = 0,
                     None => self.back_off(now, None),
@@ -117,7 +122,9 @@ impl Transactions {
     pub(crate) fn handle_failure(&mut self, now: Instant) {
         match self.pending.take() {
             Some(Pending::Add(parts)) => {
-                self.to_add.extend(parts);
+                if self.state != State::Aborting {
+                    self.to_add.extend(parts);
+                }
                 self.coordinator = None;
             }
             Some(Pending::TxnOffsetCommit | Pending::Find(GROUP_KEY)) => {

@@ -296,6 +296,22 @@ impl Transactions {
     ) {
         match self.state {
             State::InTransaction if offsets.is_empty() => self.results.push_back((token, Ok(()))),
+            // The same call again after its wait timed out: it takes the queued one over.
+            State::InTransaction
+                if self
+                    .offsets
+                    .iter()
+                    .any(|c| c.offsets == offsets && c.group == group) =>
+            {
+                let call = self
+                    .offsets
+                    .iter_mut()
+                    .find(|c| c.offsets == offsets && c.group == group)
+                    .expect("checked");
+                let old = std::mem::replace(&mut call.token, token);
+                self.results
+                    .push_back((old, Err(TransactionError::TimedOut)));
+            }
             State::InTransaction => self.offsets.push_back(OffsetsCall {
                 token,
                 offsets,
@@ -398,6 +414,16 @@ impl Transactions {
             self.results.push_back((t, Err(TransactionError::Closed)));
         }
         self.fail_offsets(|| TransactionError::Closed);
+    }
+
+    /// The coordinator at `target` is gone: it is looked up again after a backoff.
+    pub(crate) fn forget(&mut self, target: TxnTarget, now: Instant) {
+        match target {
+            TxnTarget::Coordinator(_) => self.coordinator = None,
+            TxnTarget::GroupCoordinator(_) => self.group_coordinator = None,
+            TxnTarget::AnyNode => return,
+        }
+        self.back_off(now, None);
     }
 
     /// The next call result.

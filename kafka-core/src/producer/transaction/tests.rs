@@ -465,3 +465,87 @@ fn close_fails_the_waiting_calls() {
         Some((TxnToken(0), Err(TransactionError::Closed)))
     );
 }
+
+/// Found by the transaction simulation: an abort behind an AddPartitionsToTxn answered
+/// CONCURRENT_TRANSACTIONS put the partition back to be added, and waited for it for ever.
+#[test]
+fn an_abort_does_not_wait_for_partitions_refused_while_it_began() {
+    let mut t = initialized();
+    t.begin().expect("begin");
+    t.add_partition(&tp("t0", 0));
+    t.poll_request(false, T0).expect("AddPartitionsToTxn");
+    assert!(t.abort(TxnToken(1)), "the unsent records fail");
+    t.handle_response(
+        &added(&[("t0", 0)], Some(ErrorCode::ConcurrentTransactions)),
+        T0,
+    );
+    assert_eq!(t.poll_request(true, T0 + Duration::from_secs(1)), None);
+    assert_eq!(
+        t.poll_result(),
+        Some((TxnToken(1), Ok(()))),
+        "nothing reached the coordinator: the abort ends here"
+    );
+}
+
+/// Found by the transaction simulation: a group coordinator whose broker left the metadata
+/// is looked up again instead of waited for.
+#[test]
+fn a_forgotten_group_coordinator_is_found_again() {
+    let mut t = initialized();
+    with_partition(&mut t);
+    let group = GroupMetadata {
+        group_id: "g".into(),
+        generation_id: 5,
+        member_id: "m-1".into(),
+        group_instance_id: None,
+    };
+    let offsets = BTreeMap::from([(
+        tp("in", 1),
+        TxnOffset {
+            offset: 42,
+            leader_epoch: 2,
+        },
+    )]);
+    t.send_offsets(TxnToken(1), offsets, group);
+    t.poll_request(false, T0).expect("AddOffsetsToTxn");
+    t.handle_response(
+        &ResponseBody::AddOffsetsToTxn(AddOffsetsToTxnResponse::default()),
+        T0,
+    );
+    t.poll_request(false, T0).expect("find the group");
+    t.handle_response(&found(1), T0);
+    assert_eq!(t.target(false, T0), Some(TxnTarget::GroupCoordinator(1)));
+    t.forget(TxnTarget::GroupCoordinator(1), T0);
+    let later = t.poll_timeout().expect("a backoff");
+    let (to, req) = t.poll_request(false, later).expect("find the group again");
+    assert_eq!(to, TxnTarget::AnyNode);
+    assert!(matches!(req, TxnRequest::FindCoordinator(ref f) if f.key_type == 0));
+}
+
+/// `send_offsets_to_transaction` called again after its wait timed out takes the queued call
+/// over instead of queueing the same offsets twice.
+#[test]
+fn the_same_offsets_again_take_the_waiting_call_over() {
+    let mut t = initialized();
+    with_partition(&mut t);
+    let group = GroupMetadata {
+        group_id: "g".into(),
+        generation_id: 5,
+        member_id: "m-1".into(),
+        group_instance_id: None,
+    };
+    let offsets = BTreeMap::from([(
+        tp("in", 1),
+        TxnOffset {
+            offset: 42,
+            leader_epoch: 2,
+        },
+    )]);
+    t.send_offsets(TxnToken(1), offsets.clone(), group.clone());
+    t.send_offsets(TxnToken(2), offsets, group);
+    assert_eq!(
+        t.poll_result(),
+        Some((TxnToken(1), Err(TransactionError::TimedOut)))
+    );
+    assert_eq!(t.offsets.len(), 1);
+}
