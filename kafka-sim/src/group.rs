@@ -235,7 +235,9 @@ impl Groups {
         self.count("OffsetFetch");
         let groups = &self.groups;
         offset_fetch(req, |group, t, p| {
-            groups.get(group)?.offsets.get(&(t.to_owned(), p)).copied()
+            Ok(groups
+                .get(group)
+                .and_then(|g| g.offsets.get(&(t.to_owned(), p)).copied()))
         })
     }
 }
@@ -280,11 +282,12 @@ pub(crate) fn offset_commit(
     })
 }
 
-/// An OffsetFetch answer from `lookup` (group, topic, partition -> offset, leader epoch), in
+/// An OffsetFetch answer from `lookup` (group, topic, partition -> offset, leader epoch, or a
+/// partition's error), in
 /// the request's shape: per group from v8, flat before.
 pub(crate) fn offset_fetch(
     req: &OffsetFetchRequest,
-    lookup: impl Fn(&str, &str, i32) -> Option<(i64, i32)>,
+    lookup: impl Fn(&str, &str, i32) -> Result<Option<(i64, i32)>, i16>,
 ) -> ResponseBody {
     // v8+ asks per group; older versions at the top level.
     let (group_id, asked): (String, Vec<(String, Vec<i32>)>) = match req.groups.first() {
@@ -318,11 +321,13 @@ pub(crate) fn offset_fetch(
                     partitions: ps
                         .iter()
                         .map(|p| {
-                            let (offset, epoch) = lookup(t, *p).unwrap_or((-1, -1));
+                            let found = lookup(t, *p);
+                            let (offset, epoch) = found.clone().ok().flatten().unwrap_or((-1, -1));
                             $partition {
                                 partition_index: *p,
                                 committed_offset: offset,
                                 committed_leader_epoch: epoch,
+                                error_code: found.err().unwrap_or(0),
                                 ..Default::default()
                             }
                         })

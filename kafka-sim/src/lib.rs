@@ -12,7 +12,7 @@ pub mod scripted;
 pub mod security;
 pub mod single;
 
-pub use cluster::{BrokerWrite, ClusterConfig, ClusterStats, ConnKey, SimCluster};
+pub use cluster::{BrokerWrite, ClusterConfig, ClusterStats, ConnKey, Fate, SimCluster, TxnState};
 pub use kafka_proto as proto;
 pub use net::{Delivery, NetConfig, NetStats, SimNet};
 pub use scripted::{Output, Reply, ScriptedBroker, SimTime};

@@ -9,6 +9,7 @@ pub mod kafka;
 pub mod pki;
 pub mod sim;
 pub mod simrt;
+pub mod txnsim;
 
 /// Runs `f` to completion on a fresh two-worker tokio runtime (what the tests on tokio share).
 pub fn tokio_block_on<F: std::future::Future>(f: F) -> F::Output {

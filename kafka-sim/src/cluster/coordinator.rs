@@ -1,9 +1,9 @@
 //! The simulated cluster's classic-protocol group coordinator, with Kafka's phases: a join
 //! waits for every known member (or the rebalance timeout), SyncGroup waits for the leader's
 //! assignment, sessions expire without heartbeats, and commits are checked against the
-//! generation. Answers that wait are handed back later through [`Coordinator::poll_ready`].
+//! generation; offsets committed in a transaction wait for its marker. Answers that wait are handed back later through [`Coordinator::poll_ready`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::Bytes;
 use kafka_proto::api::ResponseBody;
@@ -17,6 +17,10 @@ use kafka_proto::messages::offset_commit_request::OffsetCommitRequest;
 use kafka_proto::messages::offset_fetch_request::OffsetFetchRequest;
 use kafka_proto::messages::sync_group_request::SyncGroupRequest;
 use kafka_proto::messages::sync_group_response::SyncGroupResponse;
+use kafka_proto::messages::txn_offset_commit_request::TxnOffsetCommitRequest;
+use kafka_proto::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
 
 use super::{SimTime, Slot};
 use crate::group::{offset_commit, offset_fetch};
@@ -25,6 +29,7 @@ const ILLEGAL_GENERATION: i16 = 22;
 const UNKNOWN_MEMBER_ID: i16 = 25;
 const REBALANCE_IN_PROGRESS: i16 = 27;
 const MEMBER_ID_REQUIRED: i16 = 79;
+const UNSTABLE_OFFSET_COMMIT: i16 = 88;
 
 #[derive(Debug)]
 struct Member {
@@ -71,6 +76,9 @@ impl Default for Group {
     }
 }
 
+/// A committed offset's place: (group, topic, partition).
+type OffsetKey = (String, String, i32);
+
 /// Every group, and the offsets store (it survives coordinator moves, as the replicated
 /// `__consumer_offsets` does).
 #[derive(Debug, Default)]
@@ -81,6 +89,8 @@ pub(crate) struct Coordinator {
     ready: VecDeque<(Slot, i16, ResponseBody)>,
     /// Every assignment handed out: (group, generation, member, assignment).
     pub(crate) handed: Vec<(String, i32, String, Bytes)>,
+    /// Offsets committed inside transactions, per producer id, until the transaction ends.
+    txn_offsets: BTreeMap<i64, BTreeMap<OffsetKey, (i64, i32)>>,
 }
 
 fn ms(v: i32) -> SimTime {
@@ -495,6 +505,86 @@ impl Coordinator {
     }
 
     pub(crate) fn fetch_offsets(&self, req: &OffsetFetchRequest) -> ResponseBody {
-        offset_fetch(req, |g, t, p| self.committed(g, t, p))
+        offset_fetch(req, |g, t, p| {
+            let key = (g.to_owned(), t.to_owned(), p);
+            // KIP-447: a stable read waits for the open transactions' offsets.
+            if req.require_stable && self.txn_offsets.values().any(|o| o.contains_key(&key)) {
+                return Err(UNSTABLE_OFFSET_COMMIT);
+            }
+            Ok(self.committed(g, t, p))
+        })
+    }
+
+    /// Offsets committed in open transactions: (producer id, group, topic, partition).
+    pub(crate) fn pending_txn_offsets(&self) -> Vec<(i64, String, String, i32)> {
+        self.txn_offsets
+            .iter()
+            .flat_map(|(pid, o)| o.keys().map(|(g, t, p)| (*pid, g.clone(), t.clone(), *p)))
+            .collect()
+    }
+
+    /// A TxnOffsetCommit (the transaction coordinator checked the producer): with KIP-447's
+    /// member and generation, a member no longer in the group's generation is refused, so that
+    /// a fenced zombie cannot commit.
+    pub(crate) fn txn_commit(
+        &mut self,
+        req: &TxnOffsetCommitRequest,
+        txn_error: i16,
+    ) -> ResponseBody {
+        let error = if txn_error != 0 {
+            txn_error
+        } else if req.generation_id < 0 && req.member_id.is_empty() {
+            0
+        } else {
+            match self.groups.get(&req.group_id) {
+                None => ILLEGAL_GENERATION,
+                Some(g) if !g.members.contains_key(&req.member_id) => UNKNOWN_MEMBER_ID,
+                Some(g) if g.generation != req.generation_id => ILLEGAL_GENERATION,
+                Some(_) => 0,
+            }
+        };
+        let pending = self.txn_offsets.entry(req.producer_id).or_default();
+        let topics = req
+            .topics
+            .iter()
+            .map(|t| TxnOffsetCommitResponseTopic {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        if error == 0 {
+                            pending.insert(
+                                (req.group_id.clone(), t.name.clone(), p.partition_index),
+                                (p.committed_offset, p.committed_leader_epoch),
+                            );
+                        }
+                        TxnOffsetCommitResponsePartition {
+                            partition_index: p.partition_index,
+                            error_code: error,
+                            ..Default::default()
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+        ResponseBody::TxnOffsetCommit(TxnOffsetCommitResponse {
+            topics,
+            ..Default::default()
+        })
+    }
+
+    /// A transaction's marker reached the offsets of `groups`: its offsets become the groups'
+    /// committed ones at a commit, and are dropped at an abort.
+    pub(crate) fn end_txn(&mut self, pid: i64, groups: &BTreeSet<String>, commit: bool) {
+        let Some(pending) = self.txn_offsets.remove(&pid) else {
+            return;
+        };
+        for (key, offset) in pending {
+            if commit && groups.contains(&key.0) {
+                self.offsets.insert(key, offset);
+            }
+        }
     }
 }

@@ -1,10 +1,18 @@
 //! The simulated cluster's data-plane requests: Metadata, Produce (acks 0, 1 and all, with
 //! `min.insync.replicas`), Fetch (up to the high watermark, leader epochs checked, KIP-74 byte
-//! limits, long polls), ListOffsets, OffsetForLeaderEpoch, FindCoordinator, InitProducerId.
+//! limits, long polls; read_committed up to the last stable offset, with the aborted
+//! transactions), ListOffsets, OffsetForLeaderEpoch, FindCoordinator, InitProducerId, and
+//! Produce's transaction checks (KIP-890 part 1).
 
 use bytes::BytesMut;
 use kafka_proto::api::{RequestBody, ResponseBody};
+use kafka_proto::messages::add_offsets_to_txn_response::AddOffsetsToTxnResponse;
+use kafka_proto::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResponse, AddPartitionsToTxnTopicResult,
+};
+use kafka_proto::messages::end_txn_response::EndTxnResponse;
 use kafka_proto::messages::fetch_request::FetchRequest;
+use kafka_proto::messages::fetch_response::AbortedTransaction;
 use kafka_proto::messages::fetch_response::{FetchResponse, FetchableTopicResponse, PartitionData};
 use kafka_proto::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_proto::messages::find_coordinator_response::{Coordinator, FindCoordinatorResponse};
@@ -31,6 +39,9 @@ use kafka_proto::messages::produce_response::{
     PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
 };
 use kafka_proto::messages::sync_group_response::SyncGroupResponse;
+use kafka_proto::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
 use kafka_proto::record::RecordBatches;
 use uuid::Uuid;
 
@@ -45,6 +56,8 @@ const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const NOT_COORDINATOR: i16 = 16;
 const NOT_ENOUGH_REPLICAS: i16 = 19;
 const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
+const INVALID_TXN_STATE: i16 = 48;
 const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
 
@@ -65,10 +78,21 @@ pub(crate) fn is_group_api(body: &RequestBody) -> bool {
             | RequestBody::LeaveGroup(_)
             | RequestBody::OffsetCommit(_)
             | RequestBody::OffsetFetch(_)
+            | RequestBody::TxnOffsetCommit(_)
     )
 }
 
-/// NOT_COORDINATOR in the shape of each group API.
+/// The requests only the transaction coordinator serves.
+pub(crate) fn is_txn_api(body: &RequestBody) -> bool {
+    matches!(
+        body,
+        RequestBody::AddPartitionsToTxn(_)
+            | RequestBody::AddOffsetsToTxn(_)
+            | RequestBody::EndTxn(_)
+    )
+}
+
+/// NOT_COORDINATOR in the shape of each group or transaction API.
 pub(crate) fn not_coordinator(body: &RequestBody) -> ResponseBody {
     let e = NOT_COORDINATOR;
     match body {
@@ -90,7 +114,63 @@ pub(crate) fn not_coordinator(body: &RequestBody) -> ResponseBody {
         }),
         RequestBody::OffsetCommit(r) => commit_error(r, e),
         RequestBody::OffsetFetch(r) => fetch_offsets_error(r, e),
-        _ => unreachable!("only group APIs"),
+        RequestBody::InitProducerId(_) => ResponseBody::InitProducerId(InitProducerIdResponse {
+            error_code: e,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        }),
+        RequestBody::AddOffsetsToTxn(_) => ResponseBody::AddOffsetsToTxn(AddOffsetsToTxnResponse {
+            error_code: e,
+            ..Default::default()
+        }),
+        RequestBody::EndTxn(_) => ResponseBody::EndTxn(EndTxnResponse {
+            error_code: e,
+            ..Default::default()
+        }),
+        RequestBody::AddPartitionsToTxn(r) => {
+            ResponseBody::AddPartitionsToTxn(AddPartitionsToTxnResponse {
+                results_by_topic_v3_and_below: r
+                    .v3_and_below_topics
+                    .iter()
+                    .map(|t| AddPartitionsToTxnTopicResult {
+                        name: t.name.clone(),
+                        results_by_partition: t
+                            .partitions
+                            .iter()
+                            .map(|p| AddPartitionsToTxnPartitionResult {
+                                partition_index: *p,
+                                partition_error_code: e,
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+        }
+        RequestBody::TxnOffsetCommit(r) => ResponseBody::TxnOffsetCommit(TxnOffsetCommitResponse {
+            topics: r
+                .topics
+                .iter()
+                .map(|t| TxnOffsetCommitResponseTopic {
+                    name: t.name.clone(),
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| TxnOffsetCommitResponsePartition {
+                            partition_index: p.partition_index,
+                            error_code: e,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        _ => unreachable!("only group and transaction APIs"),
     }
 }
 
@@ -214,7 +294,13 @@ impl SimCluster {
     }
 
     pub(super) fn find_coordinator(&self, req: &FindCoordinatorRequest) -> ResponseBody {
-        let (error_code, node_id, host, port) = match self.coordinator_node {
+        // Key type 1: a transactional id's coordinator.
+        let node = if req.key_type == 1 {
+            self.txn_node
+        } else {
+            self.coordinator_node
+        };
+        let (error_code, node_id, host, port) = match node {
             Some(n) => {
                 let (host, port) = SimCluster::address(n);
                 (0, n, host, i32::from(port))
@@ -302,12 +388,8 @@ impl SimCluster {
             return (e, -1, -1);
         }
         let (min_insync, dedup) = (self.cfg.min_insync, self.cfg.dedup);
-        let p = self
-            .topics
-            .get_mut(topic)
-            .and_then(|t| t.1.get_mut(partition as usize))
-            .expect("checked by leadership");
-        if all && p.isr.len() < min_insync {
+        let isr = self.partition(topic, partition).map_or(0, |p| p.isr.len());
+        if all && isr < min_insync {
             self.stats.not_enough_replicas += 1;
             return (NOT_ENOUGH_REPLICAS, -1, -1);
         }
@@ -317,6 +399,30 @@ impl SimCluster {
             let Ok(batch) = batch else {
                 return (2, -1, -1); // CORRUPT_MESSAGE
             };
+            if batch.is_transactional() {
+                // KIP-890 part 1: the leader checks with the coordinator that the partition
+                // is in the producer's open transaction, at its current epoch.
+                let txn = self.txn.by_pid(batch.producer_id);
+                let code = match txn {
+                    Some(t) if t.epoch > batch.producer_epoch => INVALID_PRODUCER_EPOCH,
+                    Some(t)
+                        if t.epoch == batch.producer_epoch
+                            && t.state == super::TxnState::Ongoing
+                            && t.partitions.contains(&(topic.to_owned(), partition)) =>
+                    {
+                        0
+                    }
+                    _ => INVALID_TXN_STATE,
+                };
+                if code != 0 {
+                    return (code, -1, -1);
+                }
+            }
+            let p = self
+                .topics
+                .get_mut(topic)
+                .and_then(|t| t.1.get_mut(partition as usize))
+                .expect("checked by leadership");
             match p.append(&batch, dedup) {
                 Ok(base) => {
                     first.get_or_insert(base);
@@ -407,9 +513,27 @@ impl SimCluster {
                     partitions.push(data);
                     continue;
                 }
+                let view = p.txn_view();
+                let committed = req.isolation_level == 1;
+                // read_committed stops at the last stable offset and is told which
+                // transactions below it aborted.
+                let limit_offset = if committed { view.lso } else { p.hw };
                 data.high_watermark = p.hw;
-                data.last_stable_offset = p.hw;
+                data.last_stable_offset = view.lso;
                 data.log_start_offset = 0;
+                if committed {
+                    data.aborted_transactions = Some(
+                        view.aborted
+                            .iter()
+                            .filter(|a| a.2 >= fp.fetch_offset && a.1 < view.lso)
+                            .map(|a| AbortedTransaction {
+                                producer_id: a.0,
+                                first_offset: a.1,
+                                ..Default::default()
+                            })
+                            .collect(),
+                    );
+                }
                 let mut out = BytesMut::new();
                 let limit = (fp.partition_max_bytes.max(0) as usize).min(budget);
                 let first_in_response = empty;
@@ -417,7 +541,7 @@ impl SimCluster {
                     if b.last < fp.fetch_offset {
                         continue;
                     }
-                    if b.last >= p.hw {
+                    if b.last >= limit_offset {
                         break; // consumers see committed records only
                     }
                     // KIP-74: the first batch of the response goes whole.
@@ -474,7 +598,11 @@ impl SimCluster {
                             Some(e) => r.error_code = e,
                             None => {
                                 let p = self.partition(&t.name, lp.partition_index).expect("ok");
-                                r.offset = if lp.timestamp == -2 { 0 } else { p.hw };
+                                r.offset = match (lp.timestamp, req.isolation_level) {
+                                    (-2, _) => 0,
+                                    (_, 1) => p.txn_view().lso,
+                                    _ => p.hw,
+                                };
                                 r.leader_epoch = p.epoch;
                             }
                         }

@@ -24,9 +24,12 @@ mod admin;
 mod coordinator;
 mod handlers;
 mod partition;
+mod txn;
 
 use coordinator::Coordinator;
+pub use partition::Fate;
 use partition::Partition;
+pub use txn::TxnState;
 
 /// A connection, as the caller names it.
 pub type ConnKey = u64;
@@ -56,6 +59,9 @@ pub struct ClusterConfig {
     pub dedup: bool,
     /// TLS and SASL on every connection.
     pub security: Security,
+    /// The transaction coordinator writes its markers (turn off to inject a broker bug: ended
+    /// transactions complete without them, so their records never become stable).
+    pub markers: bool,
 }
 
 impl Default for ClusterConfig {
@@ -70,6 +76,7 @@ impl Default for ClusterConfig {
             versions: BTreeMap::new(),
             dedup: true,
             security: Security::default(),
+            markers: true,
         }
     }
 }
@@ -147,6 +154,12 @@ pub struct ClusterStats {
     pub early_reauths: u64,
     /// TLS sessions that failed.
     pub tls_failures: u64,
+    /// Transaction coordinator moves.
+    pub txn_coordinator_moves: u64,
+    /// Transactions the coordinator aborted for their timeout.
+    pub txn_timeouts: u64,
+    /// Transactions completed: committed, aborted (every marker under the high watermark).
+    pub txn_completed: (u64, u64),
 }
 
 /// The cluster.
@@ -160,6 +173,10 @@ pub struct SimCluster {
     out: VecDeque<(ConnKey, BrokerWrite)>,
     coordinator_node: Option<i32>,
     coordinator: Coordinator,
+    /// The transaction coordinator's broker (another partition than the groups' in Kafka:
+    /// it starts on the last broker).
+    txn_node: Option<i32>,
+    txn: txn::Transactions,
     pending: Vec<PendingProduce>,
     /// Empty fetches answered at their long-poll deadline: (due, slot, version, node, request).
     parked: Vec<(SimTime, Slot, i16, i32, RequestBody)>,
@@ -196,6 +213,8 @@ impl SimCluster {
         SimCluster {
             up: brokers.iter().copied().collect(),
             coordinator_node: brokers.first().copied(),
+            txn_node: brokers.last().copied(),
+            txn: txn::Transactions::default(),
             cfg,
             now: SimTime::ZERO,
             topics,
@@ -347,10 +366,22 @@ impl SimCluster {
         match body {
             RequestBody::ApiVersions(_) => self.api_versions(node, v),
             RequestBody::Metadata(r) => Answer::Now(self.metadata(r)),
-            RequestBody::InitProducerId(_) => {
-                self.next_producer_id += 1;
-                Answer::Now(handlers::init_producer_id(self.next_producer_id))
+            RequestBody::InitProducerId(r) => match r.transactional_id.as_deref() {
+                Some(id) if !id.is_empty() && !self.is_txn_coordinator(node) => {
+                    Answer::Now(handlers::not_coordinator(body))
+                }
+                Some(id) if !id.is_empty() => Answer::Now(self.init_txn(id, r)),
+                _ => {
+                    self.next_producer_id += 1;
+                    Answer::Now(handlers::init_producer_id(self.next_producer_id))
+                }
+            },
+            _ if !self.is_txn_coordinator(node) && handlers::is_txn_api(body) => {
+                Answer::Now(handlers::not_coordinator(body))
             }
+            RequestBody::AddPartitionsToTxn(r) => Answer::Now(self.add_partitions(r)),
+            RequestBody::AddOffsetsToTxn(r) => Answer::Now(self.add_offsets(r)),
+            RequestBody::EndTxn(r) => Answer::Now(self.end_txn(r)),
             RequestBody::Produce(r) => self.produce(node, slot, v, r),
             RequestBody::Fetch(r) => self.fetch(node, slot, v, r, false),
             RequestBody::ListOffsets(r) => Answer::Now(self.list_offsets(node, r)),
@@ -367,6 +398,18 @@ impl SimCluster {
             RequestBody::LeaveGroup(r) => Answer::Now(self.coordinator.leave(r, now)),
             RequestBody::OffsetCommit(r) => Answer::Now(self.coordinator.commit(r, now)),
             RequestBody::OffsetFetch(r) => Answer::Now(self.coordinator.fetch_offsets(r)),
+            RequestBody::TxnOffsetCommit(r) => {
+                let txn = self
+                    .txn_has_group(
+                        &r.transactional_id,
+                        r.producer_id,
+                        r.producer_epoch,
+                        &r.group_id,
+                    )
+                    .err()
+                    .unwrap_or(0);
+                Answer::Now(self.coordinator.txn_commit(r, txn))
+            }
             _ => {
                 self.close(slot.0);
                 Answer::None
@@ -548,11 +591,15 @@ impl SimCluster {
     pub fn advance(&mut self, now: SimTime) {
         self.now = self.now.max(now);
         let now = self.now;
-        if now >= self.next_tick {
+        let tick = now >= self.next_tick;
+        if tick {
             self.replicate();
             self.next_tick = now + self.cfg.replication_interval;
         }
         self.answer_pending();
+        // Markers go down at replication ticks, after EndTxn was answered (as Kafka writes
+        // them after PrepareCommit): a coordinator crash can fall in between.
+        self.drive_transactions(tick);
         let due: Vec<_> = {
             let (due, rest) = std::mem::take(&mut self.parked)
                 .into_iter()
@@ -592,6 +639,7 @@ impl SimCluster {
             .chain(pending)
             .chain(parked)
             .chain(self.coordinator.next_due())
+            .chain(self.txn_due())
             .min()
     }
 
@@ -641,6 +689,9 @@ impl SimCluster {
         if self.coordinator_node == Some(node) {
             self.move_coordinator();
         }
+        if self.txn_node == Some(node) {
+            self.move_txn_coordinator();
+        }
     }
 
     /// A crashed broker comes back, as a follower that catches up (truncating what diverged).
@@ -661,6 +712,10 @@ impl SimCluster {
         if self.coordinator_node.is_none() {
             self.coordinator_node = Some(node);
             self.stats.coordinator_moves += 1;
+        }
+        if self.txn_node.is_none() {
+            self.txn_node = Some(node);
+            self.stats.txn_coordinator_moves += 1;
         }
     }
 
@@ -745,6 +800,11 @@ impl SimCluster {
         self.partition(topic, partition).map_or(0, |p| p.hw)
     }
 
+    /// The group coordinator's broker.
+    pub fn group_coordinator(&self) -> Option<i32> {
+        self.coordinator_node
+    }
+
     /// The brokers that are up.
     pub fn up_brokers(&self) -> Vec<i32> {
         self.up.iter().copied().collect()
@@ -766,6 +826,9 @@ impl SimCluster {
         for b in &log.batches {
             if b.last >= p.hw {
                 break;
+            }
+            if b.marker.is_some() {
+                continue;
             }
             for batch in RecordBatches::new(b.bytes.clone()).flatten() {
                 if let Ok(records) = batch.records() {
@@ -800,7 +863,35 @@ impl SimCluster {
 
     /// What happened so far.
     pub fn stats(&self) -> ClusterStats {
-        self.stats.clone()
+        let mut s = self.stats.clone();
+        s.txn_timeouts = self.txn.timed_out;
+        s.txn_completed = self.txn.completed;
+        s
+    }
+
+    /// The data records of a partition's leader log (below the high watermark), each with its
+    /// transaction's fate, by the markers in the log: (offset, value, fate).
+    pub fn records_with_fates(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Vec<(i64, Option<Bytes>, Fate)> {
+        let Some(p) = self.partition(topic, partition) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (b, fate) in p.fates() {
+            let Some(fate) = fate else { continue };
+            if b.last >= p.hw {
+                break;
+            }
+            for batch in RecordBatches::new(b.bytes.clone()).flatten() {
+                if let Ok(records) = batch.records() {
+                    out.extend(records.flatten().map(|r| (r.offset, r.value, fate)));
+                }
+            }
+        }
+        out
     }
 
     pub(crate) fn partition(&self, topic: &str, partition: i32) -> Option<&Partition> {

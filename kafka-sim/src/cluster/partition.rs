@@ -1,12 +1,15 @@
 //! One replicated partition: a log per replica, the leader and its epoch, the ISR and the high
 //! watermark, idempotent-producer checks, and what an election or a follower's catch-up does
 //! to the logs (truncation to the leader's, so acks=1 writes past the high watermark can be
-//! lost exactly as in Kafka, and acks=all writes cannot).
+//! lost exactly as in Kafka, and acks=all writes cannot), and what transactions leave in a log:
+//! producer-epoch fencing, commit and abort markers, the last stable offset and the aborted
+//! transactions a read_committed fetch is told of.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{Bytes, BytesMut};
-use kafka_proto::record::RecordBatch;
+use kafka_proto::compression::Compression;
+use kafka_proto::record::{BatchBuilder, BatchMeta, RecordBatch};
 
 use super::SimTime;
 
@@ -22,6 +25,10 @@ pub(crate) struct Batch {
     pub producer_epoch: i16,
     pub first_seq: i32,
     pub count: i32,
+    /// Part of a transaction (data or marker).
+    pub transactional: bool,
+    /// A marker: `Some(true)` commits, `Some(false)` aborts.
+    pub marker: Option<bool>,
     /// The batch as stored (base offset and leader epoch stamped).
     pub bytes: Bytes,
 }
@@ -46,6 +53,8 @@ pub(crate) enum AppendError {
     Corrupt,
     OutOfOrder,
     UnknownProducer,
+    /// An older producer epoch than the partition has seen for the producer id.
+    FencedEpoch,
 }
 
 impl AppendError {
@@ -54,6 +63,7 @@ impl AppendError {
             AppendError::Corrupt => 2,
             AppendError::OutOfOrder => 45,
             AppendError::UnknownProducer => 59,
+            AppendError::FencedEpoch => 47,
         }
     }
 }
@@ -69,6 +79,31 @@ pub(crate) struct Partition {
     /// Records cut from logs by truncation after being acknowledged with acks=1 (or never
     /// acknowledged): how many, for the fault counters.
     pub truncated: u64,
+    /// Some transactional batch was ever appended (the transaction scans are skipped before).
+    pub has_txn: bool,
+}
+
+/// What transactions leave in a partition's log, as a fetch sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TxnView {
+    /// The last stable offset: below it, every transaction has its marker under the high
+    /// watermark.
+    pub lso: i64,
+    /// Aborted transactions: (producer id, first offset, marker offset).
+    pub aborted: Vec<(i64, i64, i64)>,
+}
+
+/// The fate of a transactional data batch, by the marker that follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Not part of a transaction.
+    Plain,
+    /// Its transaction committed.
+    Committed,
+    /// Its transaction aborted.
+    Aborted,
+    /// Its transaction has no marker (yet).
+    Open,
 }
 
 impl Partition {
@@ -80,6 +115,7 @@ impl Partition {
             isr: replicas.iter().copied().collect(),
             hw: 0,
             truncated: 0,
+            has_txn: false,
         }
     }
 
@@ -97,10 +133,23 @@ impl Partition {
             .expect("the leader has a replica");
         let count = batch.last_offset_delta + 1;
         if batch.producer_id >= 0 && dedup {
+            // A newer epoch (a later producer of the same transactional id, or a marker that
+            // fenced this one) refuses the older.
+            if log
+                .batches
+                .iter()
+                .any(|b| b.pid == batch.producer_id && b.producer_epoch > batch.producer_epoch)
+            {
+                return Err(AppendError::FencedEpoch);
+            }
             let mine: Vec<&Batch> = log
                 .batches
                 .iter()
-                .filter(|b| b.pid == batch.producer_id && b.producer_epoch == batch.producer_epoch)
+                .filter(|b| {
+                    b.pid == batch.producer_id
+                        && b.producer_epoch == batch.producer_epoch
+                        && b.marker.is_none()
+                })
                 .collect();
             if let Some(dup) = mine
                 .iter()
@@ -134,9 +183,132 @@ impl Partition {
             producer_epoch: batch.producer_epoch,
             first_seq: batch.base_sequence,
             count,
+            transactional: batch.is_transactional(),
+            marker: None,
             bytes: stored.freeze(),
         });
+        self.has_txn |= batch.is_transactional();
         Ok(base)
+    }
+
+    /// Appends a transaction marker for `pid` at `producer_epoch` on the leader; returns its
+    /// offset.
+    pub(crate) fn append_marker(&mut self, pid: i64, producer_epoch: i16, commit: bool) -> i64 {
+        let leader = self.leader.expect("a marker goes to a leader");
+        let log = self
+            .replicas
+            .get_mut(&leader)
+            .expect("the leader has a replica");
+        let base = log.leo();
+        // A control record: key (version 0, type: 0 abort, 1 commit), value (version 0,
+        // coordinator epoch).
+        let key = [0, 0, 0, u8::from(commit)];
+        let mut b = BatchBuilder::new(Compression::None, 64);
+        b.append(0, Some(&key), Some(&[0, 0, 0, 0, 0, 0]), &[]);
+        let bytes = b
+            .seal(&BatchMeta {
+                base_offset: base,
+                partition_leader_epoch: self.epoch,
+                producer_id: pid,
+                producer_epoch,
+                transactional: true,
+                control: true,
+                ..BatchMeta::default()
+            })
+            .expect("a marker encodes");
+        log.batches.push(Batch {
+            base,
+            last: base,
+            epoch: self.epoch,
+            pid,
+            producer_epoch,
+            first_seq: -1,
+            count: 1,
+            transactional: true,
+            marker: Some(commit),
+            bytes,
+        });
+        self.has_txn = true;
+        base
+    }
+
+    /// Whether the leader's log holds, at `offset`, the marker of `pid` at `producer_epoch`.
+    pub(crate) fn holds_marker(&self, offset: i64, pid: i64, producer_epoch: i16) -> bool {
+        self.leader_log().is_some_and(|log| {
+            log.batches.iter().any(|b| {
+                b.base == offset
+                    && b.marker.is_some()
+                    && b.pid == pid
+                    && b.producer_epoch == producer_epoch
+            })
+        })
+    }
+
+    /// Each batch of the leader's log with the fate of its transaction (markers `None`).
+    pub(crate) fn fates(&self) -> Vec<(&Batch, Option<Fate>)> {
+        let Some(log) = self.leader_log() else {
+            return Vec::new();
+        };
+        let mut out: Vec<(&Batch, Option<Fate>)> = Vec::with_capacity(log.batches.len());
+        // Per producer id: the indexes of its open transaction's batches.
+        let mut open: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for b in &log.batches {
+            match (b.marker, b.transactional) {
+                (Some(commit), _) => {
+                    let fate = if commit {
+                        Fate::Committed
+                    } else {
+                        Fate::Aborted
+                    };
+                    for i in open.remove(&b.pid).unwrap_or_default() {
+                        out[i].1 = Some(fate);
+                    }
+                    out.push((b, None));
+                }
+                (None, true) => {
+                    open.entry(b.pid).or_default().push(out.len());
+                    out.push((b, Some(Fate::Open)));
+                }
+                (None, false) => out.push((b, Some(Fate::Plain))),
+            }
+        }
+        out
+    }
+
+    /// The last stable offset and the aborted transactions, from the leader's log: a
+    /// transaction is unstable from its first batch until its marker is below the high
+    /// watermark.
+    pub(crate) fn txn_view(&self) -> TxnView {
+        let mut view = TxnView {
+            lso: self.hw,
+            aborted: Vec::new(),
+        };
+        let Some(log) = self.leader_log().filter(|_| self.has_txn) else {
+            return view;
+        };
+        let mut open: BTreeMap<i64, i64> = BTreeMap::new();
+        for b in &log.batches {
+            match b.marker {
+                Some(commit) => {
+                    if let Some(first) = open.remove(&b.pid) {
+                        if b.base >= self.hw {
+                            view.lso = view.lso.min(first);
+                        }
+                        if !commit {
+                            view.aborted.push((b.pid, first, b.base));
+                        }
+                    }
+                }
+                None if b.transactional => {
+                    open.entry(b.pid).or_insert(b.base);
+                }
+                None => {}
+            }
+        }
+        if let Some(first) = open.values().min() {
+            view.lso = view.lso.min(*first);
+        }
+        view
     }
 
     /// Followers that are `up` copy the leader's log (truncating what diverges first); the
