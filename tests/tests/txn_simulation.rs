@@ -1,7 +1,8 @@
 //! Transactions under simulation (see `tests::txnsim`): a batch of seeds with faults, each
 //! checked against every invariant (read_committed sees only and all of committed
 //! transactions; the pipeline writes each input once with its offsets; the zombie is fenced);
-//! the replay of one seed; and the check that an injected broker bug (no markers) is found.
+//! the replay of one seed; and the checks that injected broker bugs (no markers; no aborted
+//! transactions in read_committed fetches) are found.
 //!
 //! - `TXN_SIM_SEEDS=N` runs N seeds (default 200), from `TXN_SIM_SEED_START=S` (default 0).
 //! - `TXN_SIM_SEED=S` replays one seed (`TXN_SIM_TRACE=FILE` writes its trace).
@@ -117,6 +118,23 @@ fn a_coordinator_that_writes_no_markers_is_caught() {
     .expect_err("the invariants catch the missing markers");
     assert!(
         f.message.contains("open transactions") && f.message.contains("not settled"),
+        "{}",
+        f.message
+    );
+}
+
+/// A broker that does not tell read_committed fetches of aborted transactions is caught: the
+/// reader is handed aborted records.
+#[test]
+fn a_broker_that_hides_aborted_transactions_is_caught() {
+    let f = run(&Options {
+        no_aborted_list: true,
+        faults: false,
+        ..Options::seed(1)
+    })
+    .expect_err("the invariants catch the aborted records");
+    assert!(
+        f.message.contains("read_committed reader") && f.message.contains("Aborted"),
         "{}",
         f.message
     );

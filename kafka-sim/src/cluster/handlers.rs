@@ -521,7 +521,7 @@ impl SimCluster {
                 data.high_watermark = p.hw;
                 data.last_stable_offset = view.lso;
                 data.log_start_offset = 0;
-                if committed {
+                if committed && self.cfg.aborted_list {
                     data.aborted_transactions = Some(
                         view.aborted
                             .iter()

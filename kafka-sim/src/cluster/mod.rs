@@ -62,6 +62,9 @@ pub struct ClusterConfig {
     /// The transaction coordinator writes its markers (turn off to inject a broker bug: ended
     /// transactions complete without them, so their records never become stable).
     pub markers: bool,
+    /// read_committed fetches are told of aborted transactions (turn off to inject a broker
+    /// bug: their records reach read_committed consumers).
+    pub aborted_list: bool,
 }
 
 impl Default for ClusterConfig {
@@ -77,6 +80,7 @@ impl Default for ClusterConfig {
             dedup: true,
             security: Security::default(),
             markers: true,
+            aborted_list: true,
         }
     }
 }

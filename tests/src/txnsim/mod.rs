@@ -50,6 +50,9 @@ pub struct Options {
     pub trace: bool,
     /// The injected broker bug: the transaction coordinator writes no markers.
     pub injected_bug: bool,
+    /// Another injected broker bug: read_committed fetches are not told of aborted
+    /// transactions.
+    pub no_aborted_list: bool,
 }
 
 impl Options {
@@ -60,6 +63,7 @@ impl Options {
             faults: true,
             trace: false,
             injected_bug: false,
+            no_aborted_list: false,
         }
     }
 }
@@ -383,6 +387,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
     let cluster = ClusterConfig {
         topics: vec![(INPUT.into(), 3), (OUTPUT.into(), 3)],
         markers: !opts.injected_bug,
+        aborted_list: !opts.no_aborted_list,
         ..ClusterConfig::default()
     };
     let mut run = Run {
