@@ -9,6 +9,7 @@
 //   create-topic BOOTSTRAP NAME PARTITIONS RF [k=v]...   a topic with these topic configs
 //   quorum-leader BOOTSTRAP                 the node id of the active KRaft controller
 //   coordinator BOOTSTRAP GROUP             the node id of the group's coordinator
+//   txn-coordinator BOOTSTRAP ID            the node id of a transactional id's coordinator
 //   produce BOOTSTRAP TOPIC [k=v]...        stdin: partition(-1 = the partitioner) timestamp
 //                                           key value headers; stdout: partition offset.
 //                                           With transactional.id, the input is one
@@ -58,6 +59,7 @@ public class KafkaPeer {
             case "create-topic" -> createTopic(args[1], args[2], Integer.parseInt(args[3]), Short.parseShort(args[4]), settings(args, 5));
             case "quorum-leader" -> quorumLeader(args[1]);
             case "coordinator" -> coordinator(args[1], args[2]);
+            case "txn-coordinator" -> txnCoordinator(args[1], args[2]);
             case "produce" -> produce(args[1], args[2], settings(args, 3));
             case "consume" -> consume(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), settings(args, 5));
             case "partition" -> partition(Integer.parseInt(args[1]));
@@ -167,6 +169,12 @@ public class KafkaPeer {
         try (Admin a = admin(bootstrap)) {
             var d = a.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
             System.out.println(d.coordinator().id());
+        }
+    }
+
+    static void txnCoordinator(String bootstrap, String id) throws Exception {
+        try (Admin a = admin(bootstrap)) {
+            System.out.println(a.describeTransactions(List.of(id)).description(id).get().coordinatorId());
         }
     }
 

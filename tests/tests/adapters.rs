@@ -977,3 +977,14 @@ fn a_session_timeout_the_broker_refuses_is_a_typed_error() {
         c.close(Duration::from_secs(5)).await;
     })
 }
+
+/// Compiled, not run: the futures of `&Consumer` calls (which hold the consumer across an
+/// await) are `Send`, so a `tokio::spawn`ed task may call them; a rebalance listener that made
+/// the consumer not `Sync` once broke this.
+#[allow(dead_code)]
+fn consumer_futures_are_send(c: &kafka_tokio::Consumer) {
+    fn send<T: Send>(_: T) {}
+    send(c.group_metadata());
+    send(c.committed("t", 0));
+    send(c.position("t", 0));
+}

@@ -264,7 +264,10 @@ pub struct Consumer<R> {
     /// The partitions the group gave this member, as the events handed out so far say.
     assignment: BTreeSet<(Arc<str>, i32)>,
     /// Called with every rebalance event the handle takes.
-    listener: Option<RebalanceListener>,
+    /// In a mutex only so that the consumer is `Sync`: a `&Consumer` held across an await
+    /// (`group_metadata`, `committed`, `position`) keeps the future `Send`, for `tokio::spawn`.
+    /// Only `&mut self` calls it, through `get_mut`: never locked.
+    listener: Option<std::sync::Mutex<RebalanceListener>>,
     /// Seeks made per partition: records handed over before the session did as many were
     /// fetched from the old position, and are dropped.
     seeks: BTreeMap<(Arc<str>, i32), u64>,
@@ -687,6 +690,7 @@ impl<R: Runtime> Consumer<R> {
     /// Tells the listener about a rebalance event on its way out.
     fn rebalanced(&mut self, ev: ConsumerEvent) -> ConsumerEvent {
         if let Some(listener) = &mut self.listener {
+            let listener = listener.get_mut().unwrap_or_else(|e| e.into_inner());
             listener(&ev);
         }
         ev
@@ -697,7 +701,7 @@ impl<R: Runtime> Consumer<R> {
     /// [`Consumer::recv`] and [`Consumer::recv_batch`] take it in their stride: Java's
     /// `ConsumerRebalanceListener`, on the caller's thread. Replaces any listener set before.
     pub fn on_rebalance(&mut self, listener: impl FnMut(&ConsumerEvent) + Send + 'static) {
-        self.listener = Some(Box::new(listener));
+        self.listener = Some(std::sync::Mutex::new(Box::new(listener)));
     }
 
     fn unassign(&mut self, tps: &[(String, i32)]) {
