@@ -1,10 +1,11 @@
-//! Interop with librdkafka (the `rdkafka` crate), on Tansu and on librdkafka's own 3-broker mock
-//! cluster:
+//! Interop with librdkafka (the `rdkafka` crate), on Tansu, on librdkafka's own 3-broker mock
+//! cluster, and on Apache Kafka for transactions:
 //! - what our producer writes, librdkafka reads back exactly, under every codec;
 //! - what librdkafka writes, our consumer reads back exactly, under every codec;
 //! - keyed records land on the partitions librdkafka's `murmur2_random` picks (Java's);
 //! - on the mock cluster (old API versions, leaders spread over 3 brokers), the idempotent
-//!   producer loses and duplicates nothing while leaders move and a broker goes down.
+//!   producer loses and duplicates nothing while leaders move and a broker goes down;
+//! - on Apache Kafka, each side's transactions read by the other's read_committed consumer.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -574,4 +575,142 @@ fn on_the_mock_cluster_a_group_consumer_survives_coordinator_and_leader_moves() 
         assert_eq!(seen.len(), N as usize, "nothing skipped");
         c.close(Duration::from_secs(10)).await;
     });
+}
+
+/// Every value of `topic` (2 partitions) to its end, as librdkafka's consumer with
+/// `isolation` reads it.
+fn rdkafka_read_to_end(bootstrap: &str, topic: &str, isolation: &str) -> Vec<String> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "interop-txn-reader")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .set("isolation.level", isolation)
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..2 {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut ends = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    while ends.len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "librdkafka's {isolation} reader did not reach the ends ({} records)",
+            out.len()
+        );
+        match c.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                out.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).to_string())
+            }
+            Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
+                ends.insert(p);
+            }
+            Some(Err(e)) => panic!("librdkafka's reader: {e}"),
+            None => {}
+        }
+    }
+    out
+}
+
+/// On Apache Kafka: our transactions (committed, aborted, committed) read by librdkafka's
+/// read_committed consumer, which skips the aborted one; librdkafka's transactional
+/// producer's, read by ours, the committed ones only.
+#[test]
+fn transactions_cross_between_librdkafka_and_us_on_kafka() {
+    use rdkafka::producer::Producer as _;
+    let kafka = tests::kafka::Cluster::start(1);
+    let bootstrap = kafka.bootstrap.clone();
+    kafka.create_topic("tx-ours", 2, 1, &[]);
+    kafka.create_topic("tx-rdkafka", 2, 1, &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let p = Producer::from_map([
+            ("bootstrap.servers", bootstrap.as_str()),
+            ("transactional.id", "interop-ours"),
+        ])
+        .unwrap();
+        p.init_transactions().await.unwrap();
+        for (tag, commit) in [("c1", true), ("ab", false), ("c2", true)] {
+            p.begin_transaction().unwrap();
+            for i in 0..50 {
+                p.send(Record::new("tx-ours", format!("{tag}-{i}")))
+                    .await
+                    .unwrap();
+            }
+            if commit {
+                p.commit_transaction().await.unwrap();
+            } else {
+                p.flush().await;
+                p.abort_transaction().await.unwrap();
+            }
+        }
+        p.close(Duration::from_secs(10)).await;
+    });
+    let committed = rdkafka_read_to_end(&bootstrap, "tx-ours", "read_committed");
+    assert_eq!(committed.len(), 100, "{committed:?}");
+    assert!(
+        committed.iter().all(|v| !v.starts_with("ab")),
+        "librdkafka's read_committed consumer saw an aborted record"
+    );
+    let all = rdkafka_read_to_end(&bootstrap, "tx-ours", "read_uncommitted");
+    assert_eq!(all.iter().filter(|v| v.starts_with("ab")).count(), 50);
+
+    // librdkafka's transactions, read by ours.
+    let theirs: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("transactional.id", "interop-rdkafka")
+        .create()
+        .unwrap();
+    theirs.init_transactions(Duration::from_secs(30)).unwrap();
+    for (tag, commit) in [("r1", true), ("rab", false), ("r2", true)] {
+        theirs.begin_transaction().unwrap();
+        for i in 0..40 {
+            let v = format!("{tag}-{i}");
+            let r = FutureRecord::<(), String>::to("tx-rdkafka").payload(&v);
+            rt.block_on(theirs.send(r, Duration::from_secs(10)))
+                .map_err(|(e, _)| e)
+                .unwrap();
+        }
+        if commit {
+            theirs.commit_transaction(Duration::from_secs(30)).unwrap();
+        } else {
+            theirs.abort_transaction(Duration::from_secs(30)).unwrap();
+        }
+    }
+    drop(theirs);
+    let seen: Vec<String> = rt.block_on(async {
+        let mut consumer = Consumer::from_map([
+            ("bootstrap.servers", bootstrap.as_str()),
+            ("isolation.level", "read_committed"),
+        ])
+        .unwrap();
+        consumer
+            .assign((0..2).map(|p| ("tx-rdkafka", p)), StartFrom::Earliest)
+            .unwrap();
+        let mut ends = std::collections::BTreeSet::new();
+        let mut values = Vec::new();
+        while ends.len() < 2 {
+            let e = tokio::time::timeout(Duration::from_secs(30), consumer.next_event())
+                .await
+                .expect("records within 30 s")
+                .unwrap();
+            match e {
+                kafka_tokio::ConsumerEvent::Record(r) => {
+                    values.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap())
+                }
+                kafka_tokio::ConsumerEvent::EndOfPartition { partition, .. } => {
+                    ends.insert(partition);
+                }
+                _ => {}
+            }
+        }
+        values
+    });
+    assert_eq!(seen.len(), 80, "{seen:?}");
+    assert!(seen.iter().all(|v| !v.starts_with("rab")), "{seen:?}");
 }
