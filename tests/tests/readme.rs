@@ -116,6 +116,122 @@ fn the_readme_sending_example_runs_on_tansu() {
     });
 }
 
+#[test]
+fn the_readme_shows_this_transactional_example() {
+    assert_readme_shows(2, "README transactional example");
+}
+
+#[allow(non_snake_case)]
+async fn transactional(BOOTSTRAP: &'static str) -> Result<(), Box<dyn Error>> {
+    // README transactional example begins
+    use kafka_tokio::{Consumer, Producer, Record, StartFrom, TransactionError};
+
+    let mut consumer = Consumer::from_map([
+        ("bootstrap.servers", BOOTSTRAP),
+        ("group.id", "enricher"),
+        ("enable.auto.commit", "false"),
+        ("isolation.level", "read_committed"),
+        ("auto.offset.reset", "earliest"),
+    ])?;
+    consumer.subscribe(["orders"])?;
+    let producer = Producer::from_map([
+        ("bootstrap.servers", BOOTSTRAP),
+        ("transactional.id", "enricher-1"), // the same after a restart: it fences the old process
+    ])?;
+    producer.init_transactions().await?;
+    let mut left = 100; // this example stops after 100 records
+    while left > 0 {
+        let batch = consumer.recv_batch().await?;
+        let group = consumer.group_metadata().await.ok_or("not in the group")?;
+        producer.begin_transaction()?;
+        for r in &batch {
+            let value = r.value.clone().unwrap_or_default();
+            producer.send(Record::new("orders-enriched", value)).await?;
+        }
+        let offsets = batch
+            .iter()
+            .map(|r| ((r.topic.to_string(), r.partition), r.next_offset()));
+        let committed = match producer.send_offsets_to_transaction(offsets, group).await {
+            Ok(()) => producer.commit_transaction().await,
+            Err(e) => Err(e),
+        };
+        match committed {
+            Ok(()) => left -= batch.len().min(left),
+            // A record or the offsets failed: abort, and read again from the committed offsets.
+            Err(TransactionError::Abortable { .. }) => {
+                producer.abort_transaction().await?;
+                for r in &batch {
+                    consumer.seek(&r.topic, r.partition, StartFrom::Committed);
+                }
+            }
+            // Fenced (a newer producer with this transactional.id runs), or timed out: stop.
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // README transactional example ends
+    consumer.close(Duration::from_secs(5)).await;
+    producer.close(Duration::from_secs(5)).await;
+    Ok(())
+}
+
+/// The README's transactional loop on Apache Kafka: 100 orders in, each once in the output as a
+/// read_committed reader sees it, and the group's offsets at the input's end.
+#[test]
+fn the_readme_transactional_example_runs_on_kafka() {
+    let broker = TestBroker::exclusive(Kind::Kafka);
+    broker.create_topic("orders", 2);
+    broker.create_topic("orders-enriched", 2);
+    let addr: &'static str = Box::leak(broker.addr.clone().into_boxed_str());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let input = kafka_tokio::Producer::from_map([("bootstrap.servers", addr)]).unwrap();
+        for i in 0..100 {
+            let r = kafka_tokio::Record::new("orders", format!("order-{i}"));
+            input.send(r).await.unwrap();
+        }
+        input.flush().await;
+        tokio::time::timeout(Duration::from_secs(120), transactional(addr))
+            .await
+            .expect("the example finishes")
+            .expect("the example succeeds");
+        let mut reader = kafka_tokio::Consumer::from_map([
+            ("bootstrap.servers", addr),
+            ("isolation.level", "read_committed"),
+        ])
+        .unwrap();
+        reader
+            .assign(
+                (0..2).map(|p| ("orders-enriched", p)),
+                kafka_tokio::StartFrom::Earliest,
+            )
+            .unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut ends = std::collections::BTreeSet::new();
+        while ends.len() < 2 {
+            match tokio::time::timeout(Duration::from_secs(30), reader.next_event())
+                .await
+                .expect("records within 30 s")
+                .unwrap()
+            {
+                kafka_tokio::ConsumerEvent::Record(r) => {
+                    assert!(
+                        seen.insert(r.value.unwrap()),
+                        "an order twice in the output"
+                    )
+                }
+                kafka_tokio::ConsumerEvent::EndOfPartition { partition, .. } => {
+                    ends.insert(partition);
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(seen.len(), 100, "every order once in the output");
+    });
+}
+
 #[allow(non_snake_case)]
 async fn example(BOOTSTRAP: &'static str) -> Result<(), Box<dyn Error>> {
     // README example begins
