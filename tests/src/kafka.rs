@@ -87,6 +87,23 @@ impl Cluster {
         scram_users: &str,
         configs: &[&str],
     ) -> Cluster {
+        Self::start_formatted(nodes, listeners, security_props, scram_users, &[], configs)
+    }
+
+    /// Starts `nodes` PLAINTEXT nodes formatted with these feature levels (`name=level`, e.g.
+    /// `transaction.version=1`) and extra server settings.
+    pub fn start_with_features(nodes: usize, features: &[&str], configs: &[&str]) -> Cluster {
+        Self::start_formatted(nodes, "PLAINTEXT", "", "", features, configs)
+    }
+
+    fn start_formatted(
+        nodes: usize,
+        listeners: &str,
+        security_props: &str,
+        scram_users: &str,
+        features: &[&str],
+        configs: &[&str],
+    ) -> Cluster {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = repo_root().join("target/kafka").join(format!(
             "test-{}-{}",
@@ -110,6 +127,10 @@ impl Cluster {
         for c in configs {
             args.push("--config");
             args.push(c);
+        }
+        for f in features {
+            args.push("--feature");
+            args.push(f);
         }
         let mut env = Vec::new();
         if !security_props.is_empty() {

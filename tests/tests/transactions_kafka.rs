@@ -33,8 +33,12 @@ async fn within<F: std::future::Future>(secs: u64, what: &str, f: F) -> F::Outpu
 }
 
 fn transactional(id: &str, extra: &[(&str, &str)]) -> Producer {
+    transactional_on(cluster(), id, extra)
+}
+
+fn transactional_on(c: &Cluster, id: &str, extra: &[(&str, &str)]) -> Producer {
     let mut map = vec![
-        ("bootstrap.servers", cluster().bootstrap.as_str()),
+        ("bootstrap.servers", c.bootstrap.as_str()),
         ("transactional.id", id),
     ];
     map.extend_from_slice(extra);
@@ -43,8 +47,12 @@ fn transactional(id: &str, extra: &[(&str, &str)]) -> Producer {
 
 /// Every value in `topic`'s partitions up to their end, as a reader with `isolation` sees it.
 async fn read_all(topic: &str, partitions: i32, isolation: &str) -> Vec<String> {
+    read_all_on(cluster(), topic, partitions, isolation).await
+}
+
+async fn read_all_on(on: &Cluster, topic: &str, partitions: i32, isolation: &str) -> Vec<String> {
     let mut c = Consumer::from_map([
-        ("bootstrap.servers", cluster().bootstrap.as_str()),
+        ("bootstrap.servers", on.bootstrap.as_str()),
         ("isolation.level", isolation),
     ])
     .expect("config");
@@ -199,34 +207,48 @@ fn a_transaction_past_its_timeout_is_aborted_by_the_coordinator() {
 
 /// Input records, each read by a group member and written to the output in a transaction that
 /// also commits the member's input offsets: every input appears in the output exactly once,
-/// and the group's committed offsets are the input's ends.
+/// and the group's committed offsets are the input's ends. Apache Kafka 4 finalizes
+/// `transaction.version` 2 on a new cluster (KIP-890 part 2): the producer speaks it.
 #[test]
 fn a_consume_transform_produce_pipeline_writes_each_input_exactly_once() {
+    pipeline(cluster(), "pipe", 2);
+}
+
+/// The same pipeline on a cluster formatted with `transaction.version=1`: the producer speaks
+/// version 1 (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn v4).
+#[test]
+fn the_pipeline_on_a_cluster_of_transaction_version_1() {
+    let c = Cluster::start_with_features(1, &["transaction.version=1"], &[]);
+    pipeline(&c, "pipe-tv1", 1);
+}
+
+fn pipeline(c: &Cluster, name: &str, version: u8) {
     const N: usize = 3000;
+    let (input_topic, output_topic) = (format!("{name}-in"), format!("{name}-out"));
     block_on(async {
-        let c = cluster();
-        c.create_topic("pipe-in", 3, 1, &[]);
-        c.create_topic("pipe-out", 3, 1, &[]);
+        c.create_topic(&input_topic, 3, 1, &[]);
+        c.create_topic(&output_topic, 3, 1, &[]);
         let input = Producer::from_map([("bootstrap.servers", c.bootstrap.as_str())]).unwrap();
         for i in 0..N {
             // Spread over every partition, so that each has offsets to commit.
-            let r = Record::new("pipe-in", format!("{i}")).partition(i as i32 % 3);
+            let r = Record::new(input_topic.clone(), format!("{i}")).partition(i as i32 % 3);
             input.send(r).await.unwrap();
         }
         input.flush().await;
         let mut consumer = Consumer::from_map([
             ("bootstrap.servers", c.bootstrap.as_str()),
-            ("group.id", "pipe"),
+            ("group.id", name),
             ("enable.auto.commit", "false"),
             ("isolation.level", "read_committed"),
             ("auto.offset.reset", "earliest"),
         ])
         .unwrap();
-        consumer.subscribe(["pipe-in"]).unwrap();
-        let producer = transactional("pipe", &[]);
+        consumer.subscribe([input_topic.as_str()]).unwrap();
+        let producer = transactional_on(c, name, &[]);
         within(60, "init", producer.init_transactions())
             .await
             .unwrap();
+        assert_eq!(producer.transaction_version(), Some(version));
         let mut done = 0;
         let mut transactions = 0;
         while done < N {
@@ -237,7 +259,7 @@ fn a_consume_transform_produce_pipeline_writes_each_input_exactly_once() {
             for r in &batch {
                 let value = String::from_utf8(r.value.clone().unwrap().to_vec()).unwrap();
                 producer
-                    .send(Record::new("pipe-out", format!("out-{value}")))
+                    .send(Record::new(output_topic.clone(), format!("out-{value}")))
                     .await
                     .unwrap();
                 offsets.insert((r.topic.to_string(), r.partition), r.next_offset());
@@ -256,7 +278,7 @@ fn a_consume_transform_produce_pipeline_writes_each_input_exactly_once() {
             transactions += 1;
         }
         assert_eq!(done, N);
-        let out = read_all("pipe-out", 3, "read_committed").await;
+        let out = read_all_on(c, &output_topic, 3, "read_committed").await;
         assert_eq!(
             out.len(),
             N,
@@ -267,7 +289,7 @@ fn a_consume_transform_produce_pipeline_writes_each_input_exactly_once() {
         let mut committed = 0;
         for p in 0..3 {
             committed += consumer
-                .committed("pipe-in", p)
+                .committed(&input_topic, p)
                 .await
                 .unwrap()
                 .expect("committed in the transactions");

@@ -116,6 +116,9 @@ pub struct Network<T> {
     wall_ms: i64,
     /// A connection waits for the application's OAUTHBEARER token, not yet asked for.
     token_wanted: bool,
+    /// The cluster's finalized features (name, max version level), from the ApiVersions
+    /// answer with the highest features epoch so far.
+    features: (i64, BTreeMap<String, i16>),
 }
 
 impl<T> Network<T> {
@@ -145,6 +148,7 @@ impl<T> Network<T> {
             plain: Vec::new(),
             wall_ms: 0,
             token_wanted: false,
+            features: (-1, BTreeMap::new()),
         }
     }
 
@@ -204,6 +208,12 @@ impl<T> Network<T> {
     /// The nodes known from metadata.
     pub fn nodes(&self) -> &BTreeMap<NodeId, HostPort> {
         &self.nodes
+    }
+
+    /// A feature's finalized version level in the cluster (ApiVersions v3+, the newest epoch
+    /// seen), e.g. `transaction.version`; `None` if no broker finalized it.
+    pub fn finalized_feature(&self, name: &str) -> Option<i16> {
+        self.features.1.get(name).copied()
     }
 
     /// Whether the latest metadata (or a FindCoordinator answer) named `node`: a node the
@@ -726,6 +736,15 @@ impl<T> Network<T> {
                 now,
                 |addr| RequestError::Handshake { addr, code },
                 true,
+            );
+        }
+        if resp.finalized_features_epoch > self.features.0 {
+            self.features = (
+                resp.finalized_features_epoch,
+                resp.finalized_features
+                    .iter()
+                    .map(|f| (f.name.clone(), f.max_version_level))
+                    .collect(),
             );
         }
         let c = self.conns.get_mut(&conn).expect("present");

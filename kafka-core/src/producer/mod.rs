@@ -681,8 +681,14 @@ impl Producer {
         let ids: Vec<u64> = batches.iter().map(|b| b.id).collect();
         let expect_response = self.cfg.acks != Acks::None;
         // Produce v13 names topics only by id: without every id, stay at v12 (as Java does).
+        // Inside transactions of version 1, v11 at most: v12 is version 2's, whose Produce
+        // adds the partition to the transaction (KIP-890).
         let all_ids = req.topic_data.iter().all(|t| !t.topic_id.is_nil());
-        let max_version = if all_ids { 13 } else { 12 };
+        let max_version = match &self.txn {
+            Some(t) if !t.tv2() => 11,
+            _ if all_ids => 13,
+            _ => 12,
+        };
         let sent = self.net.send_at_most(
             conn,
             &req,
@@ -691,6 +697,11 @@ impl Producer {
             max_version,
             now,
         );
+        if sent.is_ok() {
+            if let Some(t) = &mut self.txn {
+                t.batch_sent();
+            }
+        }
         match sent {
             Ok(_) if !expect_response => {
                 // acks=0: complete once written, with no offset.

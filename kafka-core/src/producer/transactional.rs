@@ -14,14 +14,25 @@ use crate::time::Instant;
 
 /// AddPartitionsToTxn v4 and up are the brokers' own (KIP-890); clients send v3 at most.
 const ADD_PARTITIONS_MAX: i16 = 3;
-/// EndTxn v5 is transaction version 2 (KIP-890 part 2), which also needs partitions added by
-/// Produce: this client speaks version 1.
-const END_TXN_MAX: i16 = 4;
+/// EndTxn and TxnOffsetCommit: v5 is transaction version 2 (KIP-890 part 2), v4 at most is
+/// version 1.
+const TV1_END_TXN_MAX: i16 = 4;
+const TV1_TXN_OFFSET_COMMIT_MAX: i16 = 4;
+const TV2_MAX: i16 = 5;
 
 impl Producer {
     /// Whether the producer has a `transactional.id`.
     pub fn is_transactional(&self) -> bool {
         self.txn.is_some()
+    }
+
+    /// The transaction version in use (KIP-890): 2 where the cluster finalized
+    /// `transaction.version` 2 by the time `init_transactions` completed, else 1; `None`
+    /// before that, or without `transactional.id`.
+    pub fn transaction_version(&self) -> Option<u8> {
+        let t = self.txn.as_ref()?;
+        t.producer_id()?;
+        Some(if t.tv2() { 2 } else { 1 })
     }
 
     /// `init_transactions`: gets the producer id for `transactional.id` from its transaction
@@ -133,6 +144,10 @@ impl Producer {
             return;
         };
         let (id, fatal) = (txn.producer_id(), txn.fatal_code());
+        let finalized = self.net.finalized_feature("transaction.version");
+        let txn = self.txn.as_mut().expect("checked above");
+        txn.offer_version(finalized);
+        let tv2 = txn.tv2();
         if id.is_some() && self.producer_id != id {
             // A new id or epoch: init, or a bump at an abort.
             self.producer_id = id;
@@ -187,9 +202,17 @@ impl Producer {
                     net.send_at_most(conn, r, Tag::Txn, true, ADD_PARTITIONS_MAX, now)
                 }
                 TxnRequest::AddOffsets(r) => net.send(conn, r, Tag::Txn, true, now),
-                TxnRequest::TxnOffsetCommit(r) => net.send(conn, r, Tag::Txn, true, now),
+                TxnRequest::TxnOffsetCommit(r) => {
+                    let max = if tv2 {
+                        TV2_MAX
+                    } else {
+                        TV1_TXN_OFFSET_COMMIT_MAX
+                    };
+                    net.send_at_most(conn, r, Tag::Txn, true, max, now)
+                }
                 TxnRequest::EndTxn(r) => {
-                    net.send_at_most(conn, r, Tag::Txn, true, END_TXN_MAX, now)
+                    let max = if tv2 { TV2_MAX } else { TV1_END_TXN_MAX };
+                    net.send_at_most(conn, r, Tag::Txn, true, max, now)
                 }
             };
             if sent.is_err() {

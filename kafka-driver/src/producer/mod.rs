@@ -431,6 +431,13 @@ impl<R: Runtime> Producer<R> {
         self.txn_call(TxnCall::Init).await
     }
 
+    /// The transaction version in use (KIP-890): 2 where the cluster finalized
+    /// `transaction.version` 2 by the time `init_transactions` completed, else 1; `None`
+    /// before, or without `transactional.id`.
+    pub fn transaction_version(&self) -> Option<u8> {
+        self.shared.core().producer.transaction_version()
+    }
+
     /// `begin_transaction`: records sent from now on belong to a new transaction.
     pub fn begin_transaction(&self) -> Result<(), TransactionError> {
         self.shared.core().producer.begin_transaction()

@@ -83,6 +83,8 @@ impl Transactions {
                 match error {
                     None => {
                         self.failures = 0;
+                        // Version 2: the group joined the transaction with its offsets.
+                        self.in_coordinator |= self.tv2;
                         if let Some(call) = self.offsets.pop_front() {
                             self.results.push_back((call.token, Ok(())));
                         }
@@ -108,6 +110,11 @@ impl Transactions {
             (Pending::End, ResponseBody::EndTxn(r)) => match ErrorCode::from_code(r.error_code) {
                 None => {
                     self.failures = 0;
+                    // Version 2: every EndTxn bumps the epoch, and the next transaction runs
+                    // under the one it hands back.
+                    if self.tv2 && r.producer_id >= 0 && r.producer_epoch >= 0 {
+                        self.producer_id = Some((r.producer_id, r.producer_epoch));
+                    }
                     self.end_locally();
                 }
                 Some(e) => self.on_error(e, now, |t, e| t.abort_for(e, "EndTxn")),

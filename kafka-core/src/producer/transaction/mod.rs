@@ -6,9 +6,12 @@
 //! partitions not yet in the transaction, and says when every record of the transaction has
 //! its outcome, which a commit or an abort waits for.
 //!
-//! It speaks transaction version 1 (partitions added with AddPartitionsToTxn v3 at most, EndTxn
-//! v4 at most), which every Apache Kafka 4 broker serves; a broker decides the version from
-//! the requests' versions (KIP-890). Errors split as the Java client splits them: fatal ones
+//! It speaks transaction version 2 (KIP-890 part 2) where the cluster finalized the
+//! `transaction.version` feature at 2 or more when `init_transactions` completes: Produce v12+
+//! adds partitions to the transaction, TxnOffsetCommit v5 adds the group, and each EndTxn v5
+//! bumps the epoch and hands the new one back. Otherwise version 1: AddPartitionsToTxn v3 and
+//! AddOffsetsToTxn first, EndTxn v4, Produce v11 and TxnOffsetCommit v4 at most (a broker
+//! tells the versions apart by the requests' versions). Errors split as the Java client splits them: fatal ones
 //! (fenced, not authorized for the transactional id, an invalid state) stop the producer's
 //! transactions for good, abortable ones leave the application to abort and carry on.
 
@@ -168,6 +171,8 @@ pub(crate) struct Transactions {
     /// Coordinator addresses learned from FindCoordinator, for the producer's network.
     learned: Vec<(NodeId, HostPort)>,
     results: VecDeque<(TxnToken, Result<(), TransactionError>)>,
+    /// Transaction version 2 (KIP-890 part 2), decided when init_transactions completes.
+    tv2: bool,
 }
 
 impl Transactions {
@@ -201,6 +206,29 @@ impl Transactions {
             failures: 0,
             learned: Vec::new(),
             results: VecDeque::new(),
+            tv2: false,
+        }
+    }
+
+    /// The cluster's finalized `transaction.version`: until init_transactions completes, it
+    /// decides the transaction version (kept for the producer's life after, as a cluster that
+    /// upgrades later is still served version 1).
+    pub(crate) fn offer_version(&mut self, finalized: Option<i16>) {
+        if matches!(self.state, State::Uninitialized | State::Initializing) {
+            self.tv2 = finalized.is_some_and(|v| v >= 2);
+        }
+    }
+
+    /// Whether the transactions speak version 2.
+    pub(crate) fn tv2(&self) -> bool {
+        self.tv2
+    }
+
+    /// A batch of the transaction went to its leader: with version 2, that is what tells the
+    /// coordinator of the transaction (its partition joins it through the Produce).
+    pub(crate) fn batch_sent(&mut self) {
+        if self.tv2 && matches!(self.state, State::InTransaction | State::Committing) {
+            self.in_coordinator = true;
         }
     }
 
@@ -239,7 +267,10 @@ impl Transactions {
 
     /// A batch for `tp` opened: the partition joins the transaction before its batches go.
     pub(crate) fn add_partition(&mut self, tp: &TopicPartition) {
-        if !self.added.contains(tp) {
+        if self.tv2 {
+            // Version 2: the Produce adds it.
+            self.added.insert(tp.clone());
+        } else if !self.added.contains(tp) {
             self.to_add.insert(tp.clone());
         }
     }
@@ -312,11 +343,12 @@ impl Transactions {
                 self.results
                     .push_back((old, Err(TransactionError::TimedOut)));
             }
+            // Version 2: TxnOffsetCommit adds the group itself.
             State::InTransaction => self.offsets.push_back(OffsetsCall {
                 token,
                 offsets,
                 group,
-                added: false,
+                added: self.tv2,
             }),
             _ => self.refuse(token, "send_offsets_to_transaction"),
         }

@@ -549,3 +549,96 @@ fn the_same_offsets_again_take_the_waiting_call_over() {
     );
     assert_eq!(t.offsets.len(), 1);
 }
+
+/// Past init_transactions on a cluster that finalized `transaction.version` 2.
+fn initialized_tv2() -> Transactions {
+    let mut t = txn();
+    t.offer_version(Some(2));
+    t.init(TxnToken(0));
+    t.poll_request(true, T0).expect("find the coordinator");
+    t.handle_response(&found(2), T0);
+    t.poll_request(true, T0).expect("init the producer id");
+    t.handle_response(&producer_id(7, 3, None), T0);
+    assert_eq!(t.poll_result(), Some((TxnToken(0), Ok(()))));
+    // Decided at init: a later finalized level changes nothing.
+    t.offer_version(Some(1));
+    assert!(t.tv2());
+    t
+}
+
+/// Version 2: partitions join through the Produce (no AddPartitionsToTxn), the transaction
+/// reaches the coordinator with the first batch sent, and EndTxn's new epoch is the next
+/// transaction's.
+#[test]
+fn version_2_adds_partitions_by_produce_and_takes_endtxns_epoch() {
+    let mut t = initialized_tv2();
+    t.begin().expect("begin");
+    t.add_partition(&tp("t0", 0));
+    assert!(
+        t.is_added(&tp("t0", 0)),
+        "no AddPartitionsToTxn to wait for"
+    );
+    assert_eq!(t.poll_request(false, T0), None);
+    t.batch_sent();
+    t.commit(TxnToken(1));
+    let (to, req) = t.poll_request(true, T0).expect("EndTxn");
+    assert_eq!(to, TxnTarget::Coordinator(2));
+    assert!(matches!(req, TxnRequest::EndTxn(ref e) if e.committed && e.producer_epoch == 3));
+    t.handle_response(
+        &ResponseBody::EndTxn(EndTxnResponse {
+            producer_id: 7,
+            producer_epoch: 4,
+            ..Default::default()
+        }),
+        T0,
+    );
+    assert_eq!(t.poll_result(), Some((TxnToken(1), Ok(()))));
+    assert_eq!(t.producer_id(), Some((7, 4)), "the bumped epoch");
+}
+
+/// Version 2: a transaction whose records never went ends without a request.
+#[test]
+fn version_2_without_a_batch_sent_ends_locally() {
+    let mut t = initialized_tv2();
+    t.begin().expect("begin");
+    t.add_partition(&tp("t0", 0));
+    assert!(t.abort(TxnToken(1)));
+    assert_eq!(t.poll_request(true, T0), None);
+    assert_eq!(t.poll_result(), Some((TxnToken(1), Ok(()))));
+}
+
+/// Version 2: offsets go straight to the group coordinator (no AddOffsetsToTxn), and they put
+/// the transaction on the coordinator.
+#[test]
+fn version_2_sends_offsets_without_add_offsets() {
+    let mut t = initialized_tv2();
+    t.begin().expect("begin");
+    let group = GroupMetadata {
+        group_id: "g".into(),
+        generation_id: 5,
+        member_id: "m-1".into(),
+        group_instance_id: None,
+    };
+    let offsets = BTreeMap::from([(
+        tp("in", 1),
+        TxnOffset {
+            offset: 42,
+            leader_epoch: 2,
+        },
+    )]);
+    t.send_offsets(TxnToken(1), offsets, group);
+    let (to, req) = t.poll_request(false, T0).expect("find the group");
+    assert_eq!(to, TxnTarget::AnyNode);
+    assert!(matches!(req, TxnRequest::FindCoordinator(ref f) if f.key_type == 0));
+    t.handle_response(&found(1), T0);
+    let (to, req) = t.poll_request(false, T0).expect("TxnOffsetCommit");
+    assert_eq!(to, TxnTarget::GroupCoordinator(1));
+    assert!(matches!(req, TxnRequest::TxnOffsetCommit(_)));
+    t.handle_response(&offsets_answer(None), T0);
+    assert_eq!(t.poll_result(), Some((TxnToken(1), Ok(()))));
+    t.commit(TxnToken(2));
+    let (_, req) = t
+        .poll_request(true, T0)
+        .expect("EndTxn: the offsets are in the transaction");
+    assert!(matches!(req, TxnRequest::EndTxn(_)));
+}
