@@ -34,7 +34,9 @@ fn seed_sweep() {
     let mut faults = TxnFaults::default();
     let (mut inputs, mut committed, mut aborted, mut timeouts, mut read, mut txns) =
         (0, 0, 0, 0, 0, 0);
+    let mut tv2 = 0;
     for (_, r) in &reports {
+        tv2 += u64::from(r.transaction_version == 2);
         faults += r.faults;
         inputs += r.inputs;
         committed += r.completed.0;
@@ -44,7 +46,7 @@ fn seed_sweep() {
         txns += r.transactions;
     }
     eprintln!(
-        "{} seeds in {:.1} s: {inputs} inputs each written once; {txns} transactions by the applications, \
+        "{} seeds ({tv2} of transaction version 2, the rest of version 1) in {:.1} s: {inputs} inputs each written once; {txns} transactions by the applications, \
          {committed} committed and {aborted} aborted by the coordinator ({timeouts} for their timeout); \
          {read} records read by read_committed readers; faults {faults:?}",
         reports.len(),

@@ -56,8 +56,6 @@ const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const NOT_COORDINATOR: i16 = 16;
 const NOT_ENOUGH_REPLICAS: i16 = 19;
 const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const INVALID_TXN_STATE: i16 = 48;
 const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
 
@@ -344,7 +342,7 @@ impl SimCluster {
             let name = self.topic_name(t.topic_id, &t.name);
             for pd in &t.partition_data {
                 let (code, base, last) =
-                    self.append(node, &name, pd.index, pd.records.as_ref(), all);
+                    self.append(node, &name, pd.index, pd.records.as_ref(), all, version);
                 let epoch = self.partition(&name, pd.index).map_or(-1, |p| p.epoch);
                 parts.push(PendingPart {
                     topic: name.clone(),
@@ -383,6 +381,7 @@ impl SimCluster {
         partition: i32,
         records: Option<&bytes::Bytes>,
         all: bool,
+        version: i16,
     ) -> (i16, i64, i64) {
         if let Some(e) = self.leadership(node, topic, partition, -1) {
             return (e, -1, -1);
@@ -400,21 +399,10 @@ impl SimCluster {
                 return (2, -1, -1); // CORRUPT_MESSAGE
             };
             if batch.is_transactional() {
-                // KIP-890 part 1: the leader checks with the coordinator that the partition
-                // is in the producer's open transaction, at its current epoch.
-                let txn = self.txn.by_pid(batch.producer_id);
-                let code = match txn {
-                    Some(t) if t.epoch > batch.producer_epoch => INVALID_PRODUCER_EPOCH,
-                    Some(t)
-                        if t.epoch == batch.producer_epoch
-                            && t.state == super::TxnState::Ongoing
-                            && t.partitions.contains(&(topic.to_owned(), partition)) =>
-                    {
-                        0
-                    }
-                    _ => INVALID_TXN_STATE,
-                };
-                if code != 0 {
+                let tp = (topic.to_owned(), partition);
+                if let Err(code) =
+                    self.txn_produce_check(batch.producer_id, batch.producer_epoch, tp, version)
+                {
                     return (code, -1, -1);
                 }
             }

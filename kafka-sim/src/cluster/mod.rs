@@ -65,6 +65,10 @@ pub struct ClusterConfig {
     /// read_committed fetches are told of aborted transactions (turn off to inject a broker
     /// bug: their records reach read_committed consumers).
     pub aborted_list: bool,
+    /// The finalized `transaction.version` feature (KIP-890): 2 serves transaction version 2
+    /// (partitions added by Produce v12+, groups by TxnOffsetCommit v5, an epoch bump at each
+    /// EndTxn v5) beside version 1; 1 (or 0) advertises version 1 only.
+    pub transaction_version: i16,
 }
 
 impl Default for ClusterConfig {
@@ -81,6 +85,7 @@ impl Default for ClusterConfig {
             security: Security::default(),
             markers: true,
             aborted_list: true,
+            transaction_version: 2,
         }
     }
 }
@@ -385,7 +390,7 @@ impl SimCluster {
             }
             RequestBody::AddPartitionsToTxn(r) => Answer::Now(self.add_partitions(r)),
             RequestBody::AddOffsetsToTxn(r) => Answer::Now(self.add_offsets(r)),
-            RequestBody::EndTxn(r) => Answer::Now(self.end_txn(r)),
+            RequestBody::EndTxn(r) => Answer::Now(self.end_txn(r, v)),
             RequestBody::Produce(r) => self.produce(node, slot, v, r),
             RequestBody::Fetch(r) => self.fetch(node, slot, v, r, false),
             RequestBody::ListOffsets(r) => Answer::Now(self.list_offsets(node, r)),
@@ -403,15 +408,7 @@ impl SimCluster {
             RequestBody::OffsetCommit(r) => Answer::Now(self.coordinator.commit(r, now)),
             RequestBody::OffsetFetch(r) => Answer::Now(self.coordinator.fetch_offsets(r)),
             RequestBody::TxnOffsetCommit(r) => {
-                let txn = self
-                    .txn_has_group(
-                        &r.transactional_id,
-                        r.producer_id,
-                        r.producer_epoch,
-                        &r.group_id,
-                    )
-                    .err()
-                    .unwrap_or(0);
+                let txn = self.txn_offsets_check(r, v).err().unwrap_or(0);
                 Answer::Now(self.coordinator.txn_commit(r, txn))
             }
             _ => {
@@ -533,9 +530,24 @@ impl SimCluster {
                     .collect()
             });
         // Answered as the codec's newest ApiVersions, whatever the table says of it.
-        match api_versions_answer(&table, ApiKey::ApiVersions.max_version(), version) {
-            (body, Some(at)) => Answer::At(body, at),
-            (body, None) => Answer::Now(body),
+        let (mut body, at) =
+            api_versions_answer(&table, ApiKey::ApiVersions.max_version(), version);
+        if let ResponseBody::ApiVersions(r) = &mut body {
+            use kafka_proto::messages::api_versions_response::FinalizedFeatureKey;
+            let level = self.cfg.transaction_version;
+            if level > 0 {
+                r.finalized_features_epoch = 1;
+                r.finalized_features = vec![FinalizedFeatureKey {
+                    name: "transaction.version".into(),
+                    max_version_level: level,
+                    min_version_level: level,
+                    ..Default::default()
+                }];
+            }
+        }
+        match at {
+            Some(at) => Answer::At(body, at),
+            None => Answer::Now(body),
         }
     }
 

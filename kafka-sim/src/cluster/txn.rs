@@ -21,10 +21,13 @@ use kafka_proto::messages::end_txn_request::EndTxnRequest;
 use kafka_proto::messages::end_txn_response::EndTxnResponse;
 use kafka_proto::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_proto::messages::init_producer_id_response::InitProducerIdResponse;
+use kafka_proto::messages::txn_offset_commit_request::TxnOffsetCommitRequest;
 
 use super::{SimCluster, SimTime};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const NOT_ENOUGH_REPLICAS: i16 = 19;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_TXN_STATE: i16 = 48;
 const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
 const CONCURRENT_TRANSACTIONS: i16 = 51;
@@ -69,11 +72,6 @@ pub(crate) struct Transactions {
 }
 
 impl Transactions {
-    /// The open transaction of a producer id, if its epoch is current.
-    pub(crate) fn by_pid(&self, pid: i64) -> Option<&Txn> {
-        self.txns.values().find(|t| t.pid == pid)
-    }
-
     fn due(&self) -> Option<SimTime> {
         self.txns
             .values()
@@ -240,43 +238,107 @@ impl SimCluster {
     }
 
     /// Whether a TxnOffsetCommit of this producer for this group belongs to its open
-    /// transaction (AddOffsetsToTxn came first): `Err` with the code otherwise.
-    pub(super) fn txn_has_group(
-        &self,
-        id: &str,
-        pid: i64,
-        epoch: i16,
-        group: &str,
+    /// transaction: AddOffsetsToTxn came first, or (version 2, TxnOffsetCommit v5) it adds the
+    /// group itself. `Err` with the code otherwise.
+    pub(super) fn txn_offsets_check(
+        &mut self,
+        r: &TxnOffsetCommitRequest,
+        version: i16,
     ) -> Result<(), i16> {
-        let t = self.txn.txns.get(id);
-        check(t, pid, epoch)?;
-        match t {
-            Some(t) if t.state == TxnState::Ongoing && t.groups.contains(group) => Ok(()),
+        let tv2 = version >= 5 && self.cfg.transaction_version >= 2;
+        let now = self.now;
+        let t = self.txn.txns.get_mut(&r.transactional_id);
+        check(t.as_deref(), r.producer_id, r.producer_epoch)?;
+        let t = t.expect("checked");
+        match t.state {
+            TxnState::Ongoing if t.groups.contains(&r.group_id) => Ok(()),
+            _ if tv2 => {
+                Self::begin(t, now);
+                t.groups.insert(r.group_id.clone());
+                Ok(())
+            }
             _ => Err(INVALID_TXN_STATE),
         }
     }
 
-    pub(super) fn end_txn(&mut self, r: &EndTxnRequest) -> ResponseBody {
+    pub(super) fn end_txn(&mut self, r: &EndTxnRequest, version: i16) -> ResponseBody {
+        // Version 2 (EndTxn v5): every end bumps the epoch, and the answer hands it back.
+        let tv2 = version >= 5 && self.cfg.transaction_version >= 2;
         let t = self.txn.txns.get_mut(&r.transactional_id);
-        let error_code = match (t, r.committed) {
-            (None, _) => INVALID_PRODUCER_ID_MAPPING,
-            (Some(t), _) if t.pid != r.producer_id => INVALID_PRODUCER_ID_MAPPING,
-            (Some(t), _) if t.epoch != r.producer_epoch => PRODUCER_FENCED,
+        let (error_code, bumped) = match (t, r.committed) {
+            (None, _) => (INVALID_PRODUCER_ID_MAPPING, None),
+            (Some(t), _) if t.pid != r.producer_id => (INVALID_PRODUCER_ID_MAPPING, None),
+            // A retry of an end that already bumped the epoch.
+            (Some(t), commit)
+                if tv2
+                    && r.producer_epoch == t.epoch - 1
+                    && matches!(t.state, TxnState::Preparing(c) | TxnState::Complete(c) if c == commit) =>
+            {
+                (0, Some((t.pid, t.epoch)))
+            }
+            (Some(t), _) if t.epoch != r.producer_epoch => (PRODUCER_FENCED, None),
             (Some(t), commit) => match t.state {
                 TxnState::Ongoing => {
+                    if tv2 {
+                        t.epoch += 1;
+                    }
                     Self::prepare(t, commit);
-                    0
+                    (0, tv2.then_some((t.pid, t.epoch)))
+                }
+                // Version 2 may abort a transaction that never began, to bump the epoch.
+                TxnState::Empty | TxnState::Complete(_) if tv2 && !commit => {
+                    t.epoch += 1;
+                    t.state = TxnState::Complete(false);
+                    (0, Some((t.pid, t.epoch)))
                 }
                 // A retry of the same end.
-                TxnState::Preparing(c) | TxnState::Complete(c) if c == commit => 0,
-                TxnState::Preparing(_) => CONCURRENT_TRANSACTIONS,
-                _ => INVALID_TXN_STATE,
+                TxnState::Preparing(c) | TxnState::Complete(c) if c == commit && !tv2 => (0, None),
+                TxnState::Preparing(_) => (CONCURRENT_TRANSACTIONS, None),
+                _ => (INVALID_TXN_STATE, None),
             },
         };
+        let (producer_id, producer_epoch) = bumped.unwrap_or((-1, -1));
         ResponseBody::EndTxn(EndTxnResponse {
             error_code,
+            producer_id,
+            producer_epoch,
             ..Default::default()
         })
+    }
+
+    /// Whether a producer's transactional batch may be written to a partition (KIP-890 part 1:
+    /// the leader checks with the coordinator): it is in the open transaction, at the current
+    /// epoch; with version 2 (Produce v12+), the Produce adds it, opening the transaction.
+    pub(super) fn txn_produce_check(
+        &mut self,
+        pid: i64,
+        epoch: i16,
+        tp: (String, i32),
+        version: i16,
+    ) -> Result<(), i16> {
+        let tv2 = version >= 12 && self.cfg.transaction_version >= 2;
+        let now = self.now;
+        let Some(t) = self.txn.txns.values_mut().find(|t| t.pid == pid) else {
+            return Err(INVALID_TXN_STATE);
+        };
+        if t.epoch > epoch {
+            return Err(INVALID_PRODUCER_EPOCH);
+        }
+        if t.epoch != epoch {
+            return Err(INVALID_TXN_STATE);
+        }
+        match t.state {
+            TxnState::Ongoing if t.partitions.contains(&tp) => Ok(()),
+            // The previous transaction's markers are still going down: Kafka's leader retries
+            // the add for a while, then answers a retriable error (NOT_ENOUGH_REPLICAS).
+            TxnState::Preparing(_) if tv2 => Err(NOT_ENOUGH_REPLICAS),
+            _ if tv2 => {
+                Self::begin(t, now);
+                t.partitions.insert(tp);
+                Ok(())
+            }
+            _ => Err(INVALID_TXN_STATE),
+        }
     }
 
     /// Aborts transactions past their timeout (bumping the epoch, as Kafka does, so that the

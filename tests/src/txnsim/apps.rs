@@ -68,6 +68,9 @@ pub struct Ledger {
     /// Per member: its assignment and positions, as it last looked (for a run that does not
     /// settle).
     pub positions: BTreeMap<String, Vec<(i32, Option<i64>)>>,
+    /// The transaction versions the producers speak (after init_transactions), and how many
+    /// producers spoke each.
+    pub versions: BTreeMap<u8, u64>,
     /// The first broken invariant an application found.
     pub failure: Option<Failure>,
     /// What the applications did, for the trace.
@@ -136,7 +139,11 @@ fn transactional(id: &str, timeout_ms: u32) -> Producer<SimRuntime> {
 async fn init(p: &Producer<SimRuntime>, who: &str, shared: &Shared) -> bool {
     loop {
         match p.init_transactions().await {
-            Ok(()) => return true,
+            Ok(()) => {
+                let v = p.transaction_version().unwrap_or(0);
+                *shared.borrow_mut().versions.entry(v).or_default() += 1;
+                return true;
+            }
             Err(TransactionError::TimedOut) => continue,
             Err(e) => {
                 shared

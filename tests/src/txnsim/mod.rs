@@ -89,6 +89,8 @@ pub struct Report {
     pub timeouts: u64,
     /// Records the read_committed reader was handed.
     pub read: u64,
+    /// The transaction version the cluster finalized, which every producer spoke.
+    pub transaction_version: u8,
     /// Faults: broker crashes, group coordinator moves, transaction coordinator moves,
     /// crashes of the transaction coordinator's broker mid-commit, member crashes,
     /// connection resets.
@@ -388,6 +390,8 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
         topics: vec![(INPUT.into(), 3), (OUTPUT.into(), 3)],
         markers: !opts.injected_bug,
         aborted_list: !opts.no_aborted_list,
+        // Odd seeds: a cluster of transaction version 1; even ones: version 2 (KIP-890).
+        transaction_version: if opts.seed % 2 == 1 { 1 } else { 2 },
         ..ClusterConfig::default()
     };
     let mut run = Run {
@@ -641,8 +645,17 @@ fn check_final(run: &Run) -> Result<Report, Failure> {
             ))
         }
     }
+    // Every producer speaks the transaction version the cluster finalized.
+    let level = if run.seed % 2 == 1 { 1 } else { 2 };
+    if l.versions.keys().any(|v| *v != level) {
+        return fail(format!(
+            "the cluster finalized transaction.version {level}; the producers spoke {:?}",
+            l.versions
+        ));
+    }
     let stats = c.stats();
     Ok(Report {
+        transaction_version: level,
         inputs: inputs.len() as u64,
         pipeline: l.pipeline,
         transactions: l.txns.len() as u64,
