@@ -295,3 +295,28 @@ pub fn peer(args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Writes three transactions of 50 records each to `topic` with transactional id `id`: "c1-i"
+/// committed, "ab-i" written, flushed and aborted, "c2-i" committed (the interop suites' check
+/// that a read_committed peer skips exactly the aborted one).
+pub async fn write_three_transactions(bootstrap: &str, topic: &str, id: &str) {
+    use kafka_tokio::{Producer, Record};
+    let p = Producer::from_map([("bootstrap.servers", bootstrap), ("transactional.id", id)])
+        .expect("a transactional config");
+    p.init_transactions().await.expect("init_transactions");
+    for (tag, commit) in [("c1", true), ("ab", false), ("c2", true)] {
+        p.begin_transaction().expect("begin_transaction");
+        for i in 0..50 {
+            p.send(Record::new(topic.to_owned(), format!("{tag}-{i}")))
+                .await
+                .expect("send");
+        }
+        if commit {
+            p.commit_transaction().await.expect("commit_transaction");
+        } else {
+            p.flush().await;
+            p.abort_transaction().await.expect("abort_transaction");
+        }
+    }
+    p.close(std::time::Duration::from_secs(10)).await;
+}

@@ -502,29 +502,11 @@ fn owned(lines: &[String]) -> BTreeSet<i32> {
 fn transactions_cross_between_java_and_us_with_read_committed() {
     let c = cluster();
     c.create_topic("tx-ours", 2, 1, &[]);
-    block_on(async {
-        let p = Producer::from_map([
-            ("bootstrap.servers", c.bootstrap.as_str()),
-            ("transactional.id", "interop-ours"),
-        ])
-        .unwrap();
-        p.init_transactions().await.unwrap();
-        for (tag, commit) in [("c1", true), ("ab", false), ("c2", true)] {
-            p.begin_transaction().unwrap();
-            for i in 0..50 {
-                p.send(Record::new("tx-ours", format!("{tag}-{i}")))
-                    .await
-                    .unwrap();
-            }
-            if commit {
-                p.commit_transaction().await.unwrap();
-            } else {
-                p.flush().await;
-                p.abort_transaction().await.unwrap();
-            }
-        }
-        p.close(Duration::from_secs(10)).await;
-    });
+    block_on(tests::kafka::write_three_transactions(
+        c.bootstrap.as_str(),
+        "tx-ours",
+        "interop-ours",
+    ));
     let read = |isolation: &str, count: &str| {
         let setting = format!("isolation.level={isolation}");
         let (ok, stdout, stderr) = peer(

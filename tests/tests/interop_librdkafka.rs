@@ -628,29 +628,11 @@ fn transactions_cross_between_librdkafka_and_us_on_kafka() {
     kafka.create_topic("tx-ours", 2, 1, &[]);
     kafka.create_topic("tx-rdkafka", 2, 1, &[]);
     let rt = runtime();
-    rt.block_on(async {
-        let p = Producer::from_map([
-            ("bootstrap.servers", bootstrap.as_str()),
-            ("transactional.id", "interop-ours"),
-        ])
-        .unwrap();
-        p.init_transactions().await.unwrap();
-        for (tag, commit) in [("c1", true), ("ab", false), ("c2", true)] {
-            p.begin_transaction().unwrap();
-            for i in 0..50 {
-                p.send(Record::new("tx-ours", format!("{tag}-{i}")))
-                    .await
-                    .unwrap();
-            }
-            if commit {
-                p.commit_transaction().await.unwrap();
-            } else {
-                p.flush().await;
-                p.abort_transaction().await.unwrap();
-            }
-        }
-        p.close(Duration::from_secs(10)).await;
-    });
+    rt.block_on(tests::kafka::write_three_transactions(
+        bootstrap.as_str(),
+        "tx-ours",
+        "interop-ours",
+    ));
     let committed = rdkafka_read_to_end(&bootstrap, "tx-ours", "read_committed");
     assert_eq!(committed.len(), 100, "{committed:?}");
     assert!(

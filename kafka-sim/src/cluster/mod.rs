@@ -774,17 +774,7 @@ impl SimCluster {
     /// dropped with the old one's connections, and members find the new one.
     pub fn move_coordinator(&mut self) {
         let old = self.coordinator_node;
-        let others: Vec<i32> = self
-            .up
-            .iter()
-            .copied()
-            .filter(|n| Some(*n) != old)
-            .collect();
-        let new = if others.is_empty() {
-            old.filter(|o| self.up.contains(o))
-        } else {
-            Some(others[self.pick() % others.len()])
-        };
+        let new = self.another_broker(old);
         if new != old {
             self.coordinator_node = new;
             self.stats.coordinator_moves += 1;
@@ -801,6 +791,22 @@ impl SimCluster {
                     self.close(c);
                 }
             }
+        }
+    }
+
+    /// A broker that is up other than `old`, picked by the seed (`old` itself if it is the
+    /// only one up; none if no broker is): where a coordinator moves.
+    pub(crate) fn another_broker(&mut self, old: Option<i32>) -> Option<i32> {
+        let others: Vec<i32> = self
+            .up
+            .iter()
+            .copied()
+            .filter(|n| Some(*n) != old)
+            .collect();
+        if others.is_empty() {
+            old.filter(|o| self.up.contains(o))
+        } else {
+            Some(others[self.pick() % others.len()])
         }
     }
 

@@ -420,17 +420,7 @@ impl SimCluster {
     /// replicated: the new one carries on, markers included.
     pub fn move_txn_coordinator(&mut self) {
         let old = self.txn_node;
-        let others: Vec<i32> = self
-            .up
-            .iter()
-            .copied()
-            .filter(|n| Some(*n) != old)
-            .collect();
-        let new = if others.is_empty() {
-            old.filter(|o| self.up.contains(o))
-        } else {
-            Some(others[self.pick() % others.len()])
-        };
+        let new = self.another_broker(old);
         if new != old {
             self.txn_node = new;
             self.stats.txn_coordinator_moves += 1;

@@ -43,7 +43,7 @@ use crate::sim::check::{
 };
 use crate::sim::faults::{Fault, FaultCounts, Faults};
 use crate::sim::{Failure, Options};
-use crate::simrt::{Sim, TaskId};
+use crate::simrt::{Sim, TaskId, Trace};
 
 pub mod apps;
 pub mod intruder;
@@ -167,9 +167,7 @@ struct Run {
     readers: Vec<Reader>,
     seed: u64,
     cooperative: bool,
-    trace_on: bool,
-    trace: Vec<String>,
-    hash: u64,
+    trace: Trace,
 }
 
 fn at(d: Duration) -> Instant {
@@ -178,22 +176,14 @@ fn at(d: Duration) -> Instant {
 
 impl Run {
     fn note(&mut self, line: String) {
-        for b in line.bytes().chain([b'\n']) {
-            self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-        if self.trace_on {
-            let t = self.sim.now().as_nanos() as f64 / 1e9;
-            self.trace.push(format!("{t:>12.6} {line}"));
-        }
+        let now = self.sim.now();
+        self.trace.note(now, line);
     }
 
     /// Moves what the wire and the applications logged into the trace.
     fn collect_notes(&mut self) {
-        let wire: Vec<String> = std::mem::take(&mut self.sim.wire().log);
         let apps: Vec<String> = std::mem::take(&mut self.shared.borrow_mut().notes);
-        for line in wire.into_iter().chain(apps) {
-            self.note(line);
-        }
+        self.trace.collect(&self.sim, apps);
     }
 
     fn add_member(&mut self) {
@@ -395,20 +385,18 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
         readers: Vec::new(),
         seed,
         cooperative: seed % 2 == 1,
-        trace_on: opts.trace,
-        trace: Vec::new(),
-        hash: 0xcbf2_9ce4_8422_2325,
+        trace: Trace::new(opts.trace),
     };
     let result = drive(&mut run, opts);
     run.collect_notes();
     match result {
         Ok(mut r) => {
-            r.trace_hash = run.hash;
-            r.trace = std::mem::take(&mut run.trace);
+            r.trace_hash = run.trace.hash();
+            r.trace = run.trace.take();
             Ok(r)
         }
         Err(mut f) => {
-            f.trace = std::mem::take(&mut run.trace);
+            f.trace = run.trace.take();
             Err(f)
         }
     }

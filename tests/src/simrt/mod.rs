@@ -39,9 +39,11 @@ use kafka_sim::{ClusterConfig, NetConfig, SimCluster, SimNet, SimTime};
 
 mod executor;
 mod socket;
+mod trace;
 
 pub use executor::{Executor, TaskId};
 pub use socket::{SimStream, Wire};
+pub use trace::Trace;
 
 /// The simulated world a thread runs: tasks, clock and wire.
 pub struct Env {

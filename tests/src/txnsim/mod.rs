@@ -26,7 +26,7 @@ use kafka_core::Instant;
 use kafka_sim::{ClusterConfig, Fate, NetConfig};
 
 use crate::sim::Failure;
-use crate::simrt::{Sim, TaskId};
+use crate::simrt::{Sim, TaskId, Trace};
 
 pub mod apps;
 
@@ -139,9 +139,7 @@ struct Run {
     next_slot: usize,
     seed: u64,
     picks: u64,
-    trace_on: bool,
-    trace: Vec<String>,
-    hash: u64,
+    trace: Trace,
     faults: TxnFaults,
     /// A broker down and when it comes back.
     down: Option<(i32, Instant)>,
@@ -155,21 +153,14 @@ fn at(d: Duration) -> Instant {
 
 impl Run {
     fn note(&mut self, line: String) {
-        for b in line.bytes().chain([b'\n']) {
-            self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-        if self.trace_on {
-            let t = self.sim.now().as_nanos() as f64 / 1e9;
-            self.trace.push(format!("{t:>12.6} {line}"));
-        }
+        let now = self.sim.now();
+        self.trace.note(now, line);
     }
 
+    /// Moves what the wire and the applications logged into the trace.
     fn collect_notes(&mut self) {
-        let wire: Vec<String> = std::mem::take(&mut self.sim.wire().log);
         let apps: Vec<String> = std::mem::take(&mut self.shared.borrow_mut().notes);
-        for line in wire.into_iter().chain(apps) {
-            self.note(line);
-        }
+        self.trace.collect(&self.sim, apps);
     }
 
     fn pick(&mut self, n: u64) -> u64 {
@@ -401,9 +392,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
         next_slot: 2,
         seed: opts.seed,
         picks: opts.seed ^ 0x7478_6e73,
-        trace_on: opts.trace,
-        trace: Vec::new(),
-        hash: 0xcbf2_9ce4_8422_2325,
+        trace: Trace::new(opts.trace),
         faults: TxnFaults::default(),
         down: None,
         armed: false,
@@ -412,12 +401,12 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
     run.collect_notes();
     match result {
         Ok(mut r) => {
-            r.trace_hash = run.hash;
-            r.trace = std::mem::take(&mut run.trace);
+            r.trace_hash = run.trace.hash();
+            r.trace = run.trace.take();
             Ok(r)
         }
         Err(mut f) => {
-            f.trace = std::mem::take(&mut run.trace);
+            f.trace = run.trace.take();
             Err(f)
         }
     }

@@ -85,6 +85,26 @@ fn ended(error: Option<ErrorCode>) -> ResponseBody {
     })
 }
 
+/// Member m-1 of group g, generation 5.
+fn member_of_g() -> GroupMetadata {
+    GroupMetadata {
+        generation_id: 5,
+        member_id: "m-1".into(),
+        ..GroupMetadata::new("g")
+    }
+}
+
+/// Offset 42 (leader epoch 2) of in-1.
+fn offsets_in_1() -> BTreeMap<TopicPartition, TxnOffset> {
+    BTreeMap::from([(
+        tp("in", 1),
+        TxnOffset {
+            offset: 42,
+            leader_epoch: 2,
+        },
+    )])
+}
+
 fn tp(t: &str, p: i32) -> TopicPartition {
     (t.to_owned(), p)
 }
@@ -339,19 +359,8 @@ fn a_lost_sequence_aborts_with_an_epoch_bump() {
 fn offsets_join_the_transaction_through_the_group_coordinator() {
     let mut t = initialized();
     with_partition(&mut t);
-    let group = GroupMetadata {
-        group_id: "g".into(),
-        generation_id: 5,
-        member_id: "m-1".into(),
-        group_instance_id: None,
-    };
-    let offsets = BTreeMap::from([(
-        tp("in", 1),
-        TxnOffset {
-            offset: 42,
-            leader_epoch: 2,
-        },
-    )]);
+    let group = member_of_g();
+    let offsets = offsets_in_1();
     t.send_offsets(TxnToken(1), offsets, group);
     let (to, req) = t.poll_request(false, T0).expect("AddOffsetsToTxn");
     assert_eq!(to, TxnTarget::Coordinator(2));
@@ -493,19 +502,8 @@ fn an_abort_does_not_wait_for_partitions_refused_while_it_began() {
 fn a_forgotten_group_coordinator_is_found_again() {
     let mut t = initialized();
     with_partition(&mut t);
-    let group = GroupMetadata {
-        group_id: "g".into(),
-        generation_id: 5,
-        member_id: "m-1".into(),
-        group_instance_id: None,
-    };
-    let offsets = BTreeMap::from([(
-        tp("in", 1),
-        TxnOffset {
-            offset: 42,
-            leader_epoch: 2,
-        },
-    )]);
+    let group = member_of_g();
+    let offsets = offsets_in_1();
     t.send_offsets(TxnToken(1), offsets, group);
     t.poll_request(false, T0).expect("AddOffsetsToTxn");
     t.handle_response(
@@ -528,19 +526,8 @@ fn a_forgotten_group_coordinator_is_found_again() {
 fn the_same_offsets_again_take_the_waiting_call_over() {
     let mut t = initialized();
     with_partition(&mut t);
-    let group = GroupMetadata {
-        group_id: "g".into(),
-        generation_id: 5,
-        member_id: "m-1".into(),
-        group_instance_id: None,
-    };
-    let offsets = BTreeMap::from([(
-        tp("in", 1),
-        TxnOffset {
-            offset: 42,
-            leader_epoch: 2,
-        },
-    )]);
+    let group = member_of_g();
+    let offsets = offsets_in_1();
     t.send_offsets(TxnToken(1), offsets.clone(), group.clone());
     t.send_offsets(TxnToken(2), offsets, group);
     assert_eq!(
@@ -613,19 +600,8 @@ fn version_2_without_a_batch_sent_ends_locally() {
 fn version_2_sends_offsets_without_add_offsets() {
     let mut t = initialized_tv2();
     t.begin().expect("begin");
-    let group = GroupMetadata {
-        group_id: "g".into(),
-        generation_id: 5,
-        member_id: "m-1".into(),
-        group_instance_id: None,
-    };
-    let offsets = BTreeMap::from([(
-        tp("in", 1),
-        TxnOffset {
-            offset: 42,
-            leader_epoch: 2,
-        },
-    )]);
+    let group = member_of_g();
+    let offsets = offsets_in_1();
     t.send_offsets(TxnToken(1), offsets, group);
     let (to, req) = t.poll_request(false, T0).expect("find the group");
     assert_eq!(to, TxnTarget::AnyNode);
