@@ -94,7 +94,9 @@ fn report(results: &[(u64, &str, Measured)], records: u64, rounds: usize) -> Str
          Settings as the matrix's like-for-like rows: acks=all, idempotence, linger 5 ms, \
          batches up to 1 MB, no compression, one connection. ours-tokio-txn: `kafka-tokio`, \
          outcomes taken with `Deliveries`; rdkafka-txn: librdkafka 2.12's BaseProducer, polled \
-         every 1,000 sends, `commit_transaction` (which flushes). Each figure is the median of \
+         every 1,000 sends, `commit_transaction` (which flushes). The node finalizes \
+         `transaction.version` 2, so ours speaks transaction version 2 (KIP-890 part 2: \
+         partitions join through Produce, an epoch bump at each EndTxn). Each figure is the median of \
          {rounds} rounds, the order of clients rotating; CPU is the client's own (`wait4`). \
          Absolute numbers on this shared 2-core machine are noise (the broker competes for the \
          same cores); the ratios are the point.\n",
