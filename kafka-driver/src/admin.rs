@@ -1,21 +1,27 @@
-//! The admin handle and its driver session: cluster metadata, and creating and deleting
-//! topics.
+//! The admin handle and its driver session: cluster metadata, creating and deleting topics,
+//! and the group and offset operations (list, describe, offsets, delete, alter, list offsets).
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use futures_channel::{mpsc, oneshot};
-use kafka_core::admin::{AdminError, AdminEvent, AdminResult, ClusterMetadata, NewTopic, OpId};
+use kafka_core::admin::{
+    AdminError, AdminEvent, AdminResult, ClusterMetadata, GroupDescription, GroupListing, NewTopic,
+    OffsetSpec, OpId, TopicPartition,
+};
 use kafka_core::config::{AdminConfig, ConfigError};
 use kafka_core::Instant;
 
 use crate::driver::{self, Session};
 use crate::runtime::Runtime;
 
-pub(crate) enum Command {
-    Metadata(Option<Vec<String>>, oneshot::Sender<AdminResult>),
-    Create(Vec<NewTopic>, oneshot::Sender<AdminResult>),
-    Delete(Vec<String>, oneshot::Sender<AdminResult>),
+/// Starts an operation on the core.
+type Start = Box<dyn FnOnce(&mut kafka_core::Admin, Instant) -> OpId + Send>;
+
+/// An operation to start on the core, and where its result goes.
+pub(crate) struct Command {
+    start: Start,
+    reply: oneshot::Sender<AdminResult>,
 }
 
 /// Per-topic results of a create or delete, in request order.
@@ -63,17 +69,21 @@ impl<R: Runtime> Admin<R> {
 
     async fn call(
         &self,
-        cmd: impl FnOnce(oneshot::Sender<AdminResult>) -> Command,
+        start: impl FnOnce(&mut kafka_core::Admin, Instant) -> OpId + Send + 'static,
     ) -> Option<AdminResult> {
-        let (tx, rx) = oneshot::channel();
-        self.commands.unbounded_send(cmd(tx)).ok()?;
+        let (reply, rx) = oneshot::channel();
+        let cmd = Command {
+            start: Box::new(start),
+            reply,
+        };
+        self.commands.unbounded_send(cmd).ok()?;
         rx.await.ok()
     }
 
     /// Describes the cluster, with `topics` (or every topic when `None`).
     pub async fn metadata(&self, topics: Option<&[&str]>) -> Result<ClusterMetadata, AdminError> {
         let topics = topics.map(|ts| ts.iter().map(|t| (*t).to_owned()).collect());
-        match self.call(|tx| Command::Metadata(topics, tx)).await {
+        match self.call(move |a, now| a.metadata(topics, now)).await {
             Some(AdminResult::Metadata(r)) => r,
             _ => Err(stopped()),
         }
@@ -82,9 +92,84 @@ impl<R: Runtime> Admin<R> {
     /// Creates topics; each gets its own result.
     pub async fn create_topics(&self, topics: Vec<NewTopic>) -> TopicResults {
         let names: Vec<String> = topics.iter().map(|t| t.name.clone()).collect();
-        match self.call(|tx| Command::Create(topics, tx)).await {
+        match self.call(move |a, now| a.create_topics(topics, now)).await {
             Some(AdminResult::Topics(r)) => r,
             _ => names.into_iter().map(|n| (n, Err(stopped()))).collect(),
+        }
+    }
+
+    /// The groups the cluster's brokers coordinate, by id.
+    pub async fn list_groups(&self) -> Result<Vec<GroupListing>, AdminError> {
+        match self.call(|a, now| a.list_groups(now)).await {
+            Some(AdminResult::Groups(r)) => r,
+            _ => Err(stopped()),
+        }
+    }
+
+    /// Describes a group: state, assignor, members and their partitions.
+    pub async fn describe_group(&self, group: &str) -> Result<GroupDescription, AdminError> {
+        let group = group.to_owned();
+        match self.call(move |a, now| a.describe_group(&group, now)).await {
+            Some(AdminResult::GroupDescription(r)) => r,
+            _ => Err(stopped()),
+        }
+    }
+
+    /// A group's committed offsets, per partition (partitions without one left out).
+    pub async fn list_group_offsets(
+        &self,
+        group: &str,
+    ) -> Result<BTreeMap<TopicPartition, i64>, AdminError> {
+        let group = group.to_owned();
+        match self
+            .call(move |a, now| a.list_group_offsets(&group, now))
+            .await
+        {
+            Some(AdminResult::GroupOffsets(r)) => r,
+            _ => Err(stopped()),
+        }
+    }
+
+    /// Deletes a group; refused while it has members.
+    pub async fn delete_group(&self, group: &str) -> Result<(), AdminError> {
+        let group = group.to_owned();
+        match self.call(move |a, now| a.delete_group(&group, now)).await {
+            Some(AdminResult::Done(r)) => r,
+            _ => Err(stopped()),
+        }
+    }
+
+    /// Sets a group's committed offsets; refused with [`AdminError::GroupNotEmpty`] while it
+    /// has members.
+    pub async fn alter_group_offsets(
+        &self,
+        group: &str,
+        offsets: BTreeMap<TopicPartition, i64>,
+    ) -> Result<(), AdminError> {
+        let group = group.to_owned();
+        match self
+            .call(move |a, now| a.alter_group_offsets(&group, offsets, now))
+            .await
+        {
+            Some(AdminResult::Done(r)) => r,
+            _ => Err(stopped()),
+        }
+    }
+
+    /// Partitions' offsets: the earliest, the latest, or the first at a timestamp; each
+    /// partition with its own result.
+    pub async fn list_offsets(
+        &self,
+        partitions: Vec<TopicPartition>,
+        spec: OffsetSpec,
+    ) -> BTreeMap<TopicPartition, Result<i64, AdminError>> {
+        let copy = partitions.clone();
+        match self
+            .call(move |a, now| a.list_offsets(partitions, spec, now))
+            .await
+        {
+            Some(AdminResult::Offsets(r)) => r,
+            _ => copy.into_iter().map(|tp| (tp, Err(stopped()))).collect(),
         }
     }
 
@@ -97,7 +182,7 @@ impl<R: Runtime> Admin<R> {
     pub async fn delete_topics(&self, names: &[&str]) -> TopicResults {
         let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
         let copy = names.clone();
-        match self.call(|tx| Command::Delete(names, tx)).await {
+        match self.call(move |a, now| a.delete_topics(names, now)).await {
             Some(AdminResult::Topics(r)) => r,
             _ => copy.into_iter().map(|n| (n, Err(stopped()))).collect(),
         }
@@ -131,12 +216,8 @@ impl Session for AdminSession {
     }
 
     fn command(&mut self, cmd: Command, now: Instant) {
-        let (op, reply) = match cmd {
-            Command::Metadata(topics, reply) => (self.core.metadata(topics, now), reply),
-            Command::Create(topics, reply) => (self.core.create_topics(topics, now), reply),
-            Command::Delete(names, reply) => (self.core.delete_topics(names, now), reply),
-        };
-        self.replies.insert(op, reply);
+        let op = (cmd.start)(&mut self.core, now);
+        self.replies.insert(op, cmd.reply);
     }
 
     fn event(&mut self, ev: AdminEvent, _now: Instant) {

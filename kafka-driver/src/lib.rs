@@ -19,7 +19,8 @@ mod runtime;
 pub use admin::{Admin, TopicResults};
 pub use consumer::{ConsumeError, Consumer, ConsumerEvent, ConsumerRecord};
 pub use kafka_core::admin::{
-    AdminError, BrokerMetadata, ClusterMetadata, NewTopic, PartitionMetadata, TopicMetadata,
+    AdminError, BrokerMetadata, ClusterMetadata, GroupDescription, GroupListing, MemberDescription,
+    NewTopic, OffsetSpec, PartitionMetadata, TopicMetadata,
 };
 pub use kafka_core::config::{Acks, Assignor, IsolationLevel, OffsetReset};
 pub use kafka_core::config::{AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};

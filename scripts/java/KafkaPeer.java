@@ -10,6 +10,7 @@
 //   quorum-leader BOOTSTRAP                 the node id of the active KRaft controller
 //   coordinator BOOTSTRAP GROUP             the node id of the group's coordinator
 //   txn-coordinator BOOTSTRAP ID            the node id of a transactional id's coordinator
+//   lag BOOTSTRAP GROUP                     per partition: `topic partition committed end lag`
 //   produce BOOTSTRAP TOPIC [k=v]...        stdin: partition(-1 = the partitioner) timestamp
 //                                           key value headers; stdout: partition offset.
 //                                           With transactional.id, the input is one
@@ -60,6 +61,7 @@ public class KafkaPeer {
             case "quorum-leader" -> quorumLeader(args[1]);
             case "coordinator" -> coordinator(args[1], args[2]);
             case "txn-coordinator" -> txnCoordinator(args[1], args[2]);
+            case "lag" -> lag(args[1], args[2]);
             case "produce" -> produce(args[1], args[2], settings(args, 3));
             case "consume" -> consume(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), settings(args, 5));
             case "partition" -> partition(Integer.parseInt(args[1]));
@@ -169,6 +171,28 @@ public class KafkaPeer {
         try (Admin a = admin(bootstrap)) {
             var d = a.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
             System.out.println(d.coordinator().id());
+        }
+    }
+
+    static void lag(String bootstrap, String group) throws Exception {
+        try (Admin a = admin(bootstrap)) {
+            var committed = a.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            var latest = new java.util.HashMap<org.apache.kafka.common.TopicPartition,
+                org.apache.kafka.clients.admin.OffsetSpec>();
+            for (var tp : committed.keySet()) {
+                latest.put(tp, org.apache.kafka.clients.admin.OffsetSpec.latest());
+            }
+            var ends = a.listOffsets(latest).all().get();
+            var sorted = new java.util.TreeMap<String, String>();
+            for (var e : committed.entrySet()) {
+                long c = e.getValue().offset();
+                long end = ends.get(e.getKey()).offset();
+                sorted.put(e.getKey().topic() + "\t" + String.format("%09d", e.getKey().partition()),
+                    e.getKey().topic() + " " + e.getKey().partition() + " " + c + " " + end + " " + (end - c));
+            }
+            for (String line : sorted.values()) {
+                System.out.println(line);
+            }
         }
     }
 

@@ -12,6 +12,8 @@ pub mod consumer_protocol_assignment;
 pub mod consumer_protocol_subscription;
 pub mod create_topics_request;
 pub mod create_topics_response;
+pub mod delete_groups_request;
+pub mod delete_groups_response;
 pub mod delete_topics_request;
 pub mod delete_topics_response;
 pub mod describe_groups_request;

@@ -1,12 +1,15 @@
-//! The sans-IO admin client: cluster metadata, and creating and deleting topics.
+//! The sans-IO admin client: cluster metadata, creating and deleting topics, and the group and
+//! offset operations of [`groups`].
 //!
 //! - Metadata goes to the least-loaded node; CreateTopics and DeleteTopics go to the
-//!   controller that metadata names (NOT_CONTROLLER refreshes it and retries).
+//!   controller that metadata names (NOT_CONTROLLER refreshes it and retries); group
+//!   operations to the group's coordinator; ListGroups to every broker; ListOffsets to each
+//!   partition's leader.
 //! - Each operation is bounded by `default.api.timeout.ms`, retries included; each request by
 //!   `request.timeout.ms`. Retriable errors retry with backoff, per topic.
 //! - Every operation ends in exactly one [`AdminEvent`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use kafka_proto::api::ResponseBody;
 use kafka_proto::messages::create_topics_request::{
@@ -17,6 +20,11 @@ use kafka_proto::messages::metadata_request::{MetadataRequest, MetadataRequestTo
 use kafka_proto::messages::metadata_response::MetadataResponse;
 use kafka_proto::{ErrorCode, NegotiationError};
 use uuid::Uuid;
+
+mod groups;
+
+use groups::{GroupAction, GroupOp, ListGroupsOp, ListOffsetsOp};
+pub use groups::{GroupDescription, GroupListing, MemberDescription, OffsetSpec, TopicPartition};
 
 use crate::backoff::Backoff;
 use crate::config::{AdminConfig, HostPort};
@@ -187,6 +195,13 @@ pub enum AdminError {
     /// The admin client was closed (dropped), or its driver stopped, before the answer.
     #[error("the admin client is closed")]
     Closed,
+    /// A group's offsets can be altered only while it has no members (stop its consumers
+    /// first).
+    #[error("group {group} has active members: stop its consumers, then alter its offsets")]
+    GroupNotEmpty {
+        /// The group.
+        group: String,
+    },
 }
 
 /// What an operation produced.
@@ -197,6 +212,16 @@ pub enum AdminResult {
     Metadata(Result<ClusterMetadata, AdminError>),
     /// Per-topic results of a create or delete, in request order.
     Topics(Vec<(String, Result<(), AdminError>)>),
+    /// The groups every broker coordinates.
+    Groups(Result<Vec<GroupListing>, AdminError>),
+    /// A group's description.
+    GroupDescription(Result<GroupDescription, AdminError>),
+    /// A group's committed offsets, per partition (partitions without one left out).
+    GroupOffsets(Result<BTreeMap<TopicPartition, i64>, AdminError>),
+    /// A group deleted, or its offsets altered.
+    Done(Result<(), AdminError>),
+    /// Partitions' offsets listed, each with its result.
+    Offsets(BTreeMap<TopicPartition, Result<i64, AdminError>>),
 }
 
 /// An operation ended.
@@ -216,6 +241,12 @@ enum Tag {
     /// A refresh to learn the controller.
     Refresh,
     Op(OpId),
+    /// An operation's FindCoordinator.
+    Find(OpId),
+    /// An operation's metadata (the brokers, or the partitions' leaders).
+    Meta(OpId),
+    /// An operation's request to one broker of several.
+    Node(OpId, NodeId),
 }
 
 #[derive(Debug, Clone)]
@@ -223,6 +254,9 @@ enum Kind {
     Metadata(Option<Vec<String>>),
     Create(Vec<NewTopic>, i32),
     Delete(Vec<String>, i32),
+    ListGroups(ListGroupsOp),
+    Group(GroupOp),
+    ListOffsets(ListOffsetsOp),
 }
 
 #[derive(Debug, Clone)]
@@ -230,6 +264,8 @@ struct Op {
     kind: Kind,
     deadline: Instant,
     in_flight: bool,
+    /// The brokers with a request of this operation in flight (ListGroups, ListOffsets).
+    at: BTreeSet<NodeId>,
     retry_at: Option<Instant>,
     failures: u32,
     last_problem: Option<String>,
@@ -288,6 +324,62 @@ impl Admin {
         self.start(Kind::Delete(topics, timeout), now)
     }
 
+    /// Lists the groups every broker coordinates.
+    pub fn list_groups(&mut self, now: Instant) -> OpId {
+        self.start(Kind::ListGroups(ListGroupsOp::default()), now)
+    }
+
+    /// Describes a group: its state, protocol and members with their assignments.
+    pub fn describe_group(&mut self, group: &str, now: Instant) -> OpId {
+        self.group_op(group, GroupAction::Describe, now)
+    }
+
+    /// A group's committed offsets.
+    pub fn list_group_offsets(&mut self, group: &str, now: Instant) -> OpId {
+        self.group_op(group, GroupAction::Offsets, now)
+    }
+
+    /// Deletes a group (it must have no members).
+    pub fn delete_group(&mut self, group: &str, now: Instant) -> OpId {
+        self.group_op(group, GroupAction::Delete, now)
+    }
+
+    /// Sets a group's committed offsets (it must have no members: [`AdminError::GroupNotEmpty`]
+    /// otherwise).
+    pub fn alter_group_offsets(
+        &mut self,
+        group: &str,
+        offsets: BTreeMap<TopicPartition, i64>,
+        now: Instant,
+    ) -> OpId {
+        self.group_op(group, GroupAction::Alter(offsets), now)
+    }
+
+    /// Lists partitions' offsets: the earliest, the latest, or the first at a timestamp.
+    pub fn list_offsets(
+        &mut self,
+        partitions: Vec<TopicPartition>,
+        spec: OffsetSpec,
+        now: Instant,
+    ) -> OpId {
+        let op = ListOffsetsOp {
+            spec,
+            partitions,
+            leaders: None,
+            results: BTreeMap::new(),
+        };
+        self.start(Kind::ListOffsets(op), now)
+    }
+
+    fn group_op(&mut self, group: &str, action: GroupAction, now: Instant) -> OpId {
+        let op = GroupOp {
+            group: group.to_owned(),
+            action,
+            coordinator: None,
+        };
+        self.start(Kind::Group(op), now)
+    }
+
     /// Fails every operation still running, at once.
     pub fn abort(&mut self) {
         for (op, o) in std::mem::take(&mut self.ops) {
@@ -309,6 +401,7 @@ impl Admin {
                 kind,
                 deadline: now + self.cfg.default_api_timeout,
                 in_flight: false,
+                at: BTreeSet::new(),
                 retry_at: None,
                 failures: 0,
                 last_problem: None,
@@ -379,6 +472,12 @@ impl Admin {
         if o.in_flight || o.retry_at.is_some_and(|t| t > now) {
             return;
         }
+        if matches!(
+            o.kind,
+            Kind::ListGroups(_) | Kind::Group(_) | Kind::ListOffsets(_)
+        ) {
+            return self.try_send_more(id, now);
+        }
         let done: Vec<String> = o.done.keys().cloned().collect();
         let open = |name: &String| !done.contains(name);
         let sent = match o.kind.clone() {
@@ -420,6 +519,7 @@ impl Admin {
                 };
                 self.net.send(conn, &req, Tag::Op(id), true, now)
             }
+            Kind::ListGroups(_) | Kind::Group(_) | Kind::ListOffsets(_) => return,
             Kind::Delete(names, timeout_ms) => {
                 let Some(conn) = self.controller_conn(now) else {
                     return;
@@ -524,6 +624,7 @@ impl Admin {
                             .map(|t| (t.name, t.error_code, t.error_message));
                         self.topic_results(id, results.collect(), now);
                     }
+                    body if matches!(o.kind, Kind::Group(_)) => self.on_group_answer(id, body, now),
                     ResponseBody::DeleteTopics(resp) => {
                         let results = resp
                             .responses
@@ -541,9 +642,23 @@ impl Admin {
             } => {
                 if let Some(o) = self.ops.get_mut(&id) {
                     o.in_flight = false;
+                    // A group's coordinator that failed is looked up again.
+                    if let Kind::Group(g) = &mut o.kind {
+                        g.coordinator = None;
+                    }
                     self.retry(id, error.to_string(), now);
                 }
             }
+            NetEvent::Response {
+                tag: tag @ (Tag::Find(_) | Tag::Meta(_) | Tag::Node(..)),
+                body,
+                ..
+            } => self.on_more(tag, Ok(body), now),
+            NetEvent::Failed {
+                tag: tag @ (Tag::Find(_) | Tag::Meta(_) | Tag::Node(..)),
+                error,
+                ..
+            } => self.on_more(tag, Err(error.to_string()), now),
             NetEvent::Response { .. } => debug_assert!(false, "unexpected response"),
         }
     }
@@ -576,7 +691,7 @@ impl Admin {
         let all = match &o.kind {
             Kind::Create(t, _) => t.iter().all(|t| o.done.contains_key(&t.name)),
             Kind::Delete(t, _) => t.iter().all(|t| o.done.contains_key(t)),
-            Kind::Metadata(_) => true,
+            _ => true,
         };
         if all {
             let o = self.ops.remove(&id).expect("exists");
@@ -614,6 +729,25 @@ impl Admin {
                 AdminResult::Topics(per_topic(topics.into_iter().map(|t| t.name).collect()))
             }
             Kind::Delete(names, _) => AdminResult::Topics(per_topic(names)),
+            Kind::ListGroups(_) => AdminResult::Groups(Err(error)),
+            Kind::Group(g) => match g.action {
+                GroupAction::Describe => AdminResult::GroupDescription(Err(error)),
+                GroupAction::Offsets => AdminResult::GroupOffsets(Err(error)),
+                GroupAction::Delete | GroupAction::Alter(_) => AdminResult::Done(Err(error)),
+            },
+            Kind::ListOffsets(l) => AdminResult::Offsets(
+                l.partitions
+                    .into_iter()
+                    .map(|tp| {
+                        let r = l
+                            .results
+                            .get(&tp)
+                            .cloned()
+                            .unwrap_or_else(|| Err(error.clone()));
+                        (tp, r)
+                    })
+                    .collect(),
+            ),
         };
         self.events.push_back(AdminEvent { op, result });
     }

@@ -1,0 +1,767 @@
+//! The admin client's group and offset operations: listing the groups every broker
+//! coordinates, describing groups, reading a group's committed offsets, deleting groups,
+//! altering a group's offsets (the reset tools), and listing partitions' offsets by time
+//! (earliest, latest, or the first at a timestamp) from their leaders.
+//!
+//! Group operations find the group's coordinator first (FindCoordinator) and look it up again
+//! when it moves (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a broken connection); offset
+//! listings learn the partitions' leaders from metadata, and ask again of a leader that moved.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::delete_groups_request::DeleteGroupsRequest;
+use kafka_proto::messages::describe_groups_request::DescribeGroupsRequest;
+use kafka_proto::messages::describe_groups_response::DescribedGroup;
+use kafka_proto::messages::find_coordinator_request::FindCoordinatorRequest;
+use kafka_proto::messages::list_groups_request::ListGroupsRequest;
+use kafka_proto::messages::list_offsets_request::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+};
+use kafka_proto::messages::offset_commit_request::{
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_proto::messages::offset_fetch_request::{OffsetFetchRequest, OffsetFetchRequestGroup};
+use kafka_proto::ErrorCode;
+
+use super::{AdminError, AdminResult, NodeId, OpId, Tag};
+
+/// A topic partition: (topic, partition).
+pub type TopicPartition = (String, i32);
+
+/// A group, as ListGroups names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupListing {
+    /// The group id.
+    pub group_id: String,
+    /// The protocol type (`consumer` for consumer groups; empty for a group that only
+    /// commits offsets).
+    pub protocol_type: String,
+    /// Its state (`Stable`, `Empty`, ...), where the broker says (ListGroups v4+).
+    pub state: Option<String>,
+    /// The broker coordinating it.
+    pub coordinator: NodeId,
+}
+
+/// A group member, as DescribeGroups describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberDescription {
+    /// The member id the coordinator gave it.
+    pub member_id: String,
+    /// Its `group.instance.id` (static membership), if any.
+    pub group_instance_id: Option<String>,
+    /// Its `client.id`.
+    pub client_id: String,
+    /// The address it connected from.
+    pub client_host: String,
+    /// The partitions assigned to it (decoded from the consumer protocol's assignment;
+    /// empty for other protocol types).
+    pub assignment: Vec<TopicPartition>,
+}
+
+/// A group, as DescribeGroups describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDescription {
+    /// The group id.
+    pub group_id: String,
+    /// Its state: `Empty`, `PreparingRebalance`, `CompletingRebalance`, `Stable`, `Dead`.
+    pub state: String,
+    /// The protocol type (`consumer`).
+    pub protocol_type: String,
+    /// The chosen assignor (`range`, `cooperative-sticky`, ...).
+    pub protocol: String,
+    /// Its members.
+    pub members: Vec<MemberDescription>,
+    /// Its coordinator.
+    pub coordinator: NodeId,
+}
+
+/// Which offset of a partition to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetSpec {
+    /// The log start.
+    Earliest,
+    /// The log end (the high watermark).
+    Latest,
+    /// The first offset whose timestamp is at or after this (epoch ms); the log end if none.
+    Timestamp(i64),
+}
+
+impl OffsetSpec {
+    fn wire(self) -> i64 {
+        match self {
+            OffsetSpec::Earliest => -2,
+            OffsetSpec::Latest => -1,
+            OffsetSpec::Timestamp(t) => t,
+        }
+    }
+}
+
+/// What a group operation does once it has the coordinator.
+#[derive(Debug, Clone)]
+pub(super) enum GroupAction {
+    Describe,
+    Offsets,
+    Delete,
+    Alter(BTreeMap<TopicPartition, i64>),
+}
+
+/// An operation on one group.
+#[derive(Debug, Clone)]
+pub(super) struct GroupOp {
+    pub group: String,
+    pub action: GroupAction,
+    pub coordinator: Option<NodeId>,
+}
+
+/// ListGroups over every broker.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ListGroupsOp {
+    /// The brokers still to answer (known once metadata named them).
+    pub waiting: Option<BTreeSet<NodeId>>,
+    pub groups: Vec<GroupListing>,
+}
+
+/// ListOffsets over the partitions' leaders.
+#[derive(Debug, Clone)]
+pub(super) struct ListOffsetsOp {
+    pub spec: OffsetSpec,
+    pub partitions: Vec<TopicPartition>,
+    /// Each partition's leader, from metadata (`None` until it answered).
+    pub leaders: Option<BTreeMap<TopicPartition, Option<NodeId>>>,
+    pub results: BTreeMap<TopicPartition, Result<i64, AdminError>>,
+}
+
+pub(super) fn find_group(group: &str) -> FindCoordinatorRequest {
+    FindCoordinatorRequest {
+        key: group.to_owned(),
+        key_type: 0,
+        coordinator_keys: vec![group.to_owned()],
+        ..Default::default()
+    }
+}
+
+/// The coordinator a FindCoordinator answer names (v4+ per key, older at the top level), or
+/// the error.
+pub(super) fn found(body: &ResponseBody) -> Result<(NodeId, String, u16), ErrorCode> {
+    let ResponseBody::FindCoordinator(r) = body else {
+        return Err(ErrorCode::UnknownServerError);
+    };
+    let (code, node, host, port) = match r.coordinators.first() {
+        Some(c) => (c.error_code, c.node_id, c.host.clone(), c.port),
+        None => (r.error_code, r.node_id, r.host.clone(), r.port),
+    };
+    if let Some(e) = ErrorCode::from_code(code) {
+        return Err(e);
+    }
+    let port = u16::try_from(port).map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
+    if node < 0 {
+        return Err(ErrorCode::CoordinatorNotAvailable);
+    }
+    Ok((node, host, port))
+}
+
+/// The request a group action sends to the coordinator.
+pub(super) fn group_request(op: &GroupOp) -> GroupRequest {
+    let group = op.group.clone();
+    match &op.action {
+        GroupAction::Describe => GroupRequest::Describe(DescribeGroupsRequest {
+            groups: vec![group],
+            ..Default::default()
+        }),
+        GroupAction::Offsets => GroupRequest::Offsets(OffsetFetchRequest {
+            group_id: group.clone(),
+            topics: None,
+            groups: vec![OffsetFetchRequestGroup {
+                group_id: group,
+                topics: None,
+                ..Default::default()
+            }],
+            require_stable: true,
+            ..Default::default()
+        }),
+        GroupAction::Delete => GroupRequest::Delete(DeleteGroupsRequest {
+            groups_names: vec![group],
+            ..Default::default()
+        }),
+        GroupAction::Alter(offsets) => {
+            let mut topics: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
+            for ((t, p), o) in offsets {
+                topics
+                    .entry(t)
+                    .or_default()
+                    .push(OffsetCommitRequestPartition {
+                        partition_index: *p,
+                        committed_offset: *o,
+                        committed_metadata: Some(String::new()),
+                        ..Default::default()
+                    });
+            }
+            // No member and no generation: an admin's commit, which the coordinator takes
+            // only while the group has no members (as Java's alterConsumerGroupOffsets).
+            GroupRequest::Alter(OffsetCommitRequest {
+                group_id: group,
+                generation_id_or_member_epoch: -1,
+                member_id: String::new(),
+                topics: topics
+                    .into_iter()
+                    .map(|(name, partitions)| OffsetCommitRequestTopic {
+                        name: name.to_owned(),
+                        partitions,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+        }
+    }
+}
+
+/// A group action's request, by kind.
+pub(super) enum GroupRequest {
+    Describe(DescribeGroupsRequest),
+    Offsets(OffsetFetchRequest),
+    Delete(DeleteGroupsRequest),
+    Alter(OffsetCommitRequest),
+}
+
+/// What a coordinator's answer to a group action says: the result, or an error to retry
+/// after (`true`: look the coordinator up again).
+pub(super) enum GroupAnswer {
+    Done(AdminResult),
+    Retry(String, bool),
+}
+
+fn retry_or_fail(
+    code: ErrorCode,
+    message: Option<String>,
+    fail: impl FnOnce(AdminError) -> AdminResult,
+) -> GroupAnswer {
+    match code {
+        ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable => {
+            GroupAnswer::Retry(code.to_string(), true)
+        }
+        c if c.is_retriable() || c == ErrorCode::CoordinatorLoadInProgress => {
+            GroupAnswer::Retry(code.to_string(), false)
+        }
+        code => GroupAnswer::Done(fail(AdminError::Broker { code, message })),
+    }
+}
+
+pub(super) fn group_answer(op: &GroupOp, body: ResponseBody) -> GroupAnswer {
+    let coordinator = op.coordinator.unwrap_or(-1);
+    match body {
+        ResponseBody::DescribeGroups(r) => {
+            let Some(g) = r.groups.into_iter().find(|g| g.group_id == op.group) else {
+                return GroupAnswer::Retry("the group was not described".into(), false);
+            };
+            match ErrorCode::from_code(g.error_code) {
+                Some(code) => retry_or_fail(code, g.error_message.clone(), |e| {
+                    AdminResult::GroupDescription(Err(e))
+                }),
+                None => {
+                    GroupAnswer::Done(AdminResult::GroupDescription(Ok(describe(g, coordinator))))
+                }
+            }
+        }
+        ResponseBody::OffsetFetch(r) => {
+            // v8+ answers per group; older versions at the top level.
+            let (code, parts): (i16, Vec<(TopicPartition, i64, i16)>) = match r.groups.first() {
+                Some(g) => (
+                    g.error_code,
+                    g.topics
+                        .iter()
+                        .flat_map(|t| {
+                            t.partitions.iter().map(|p| {
+                                (
+                                    (t.name.clone(), p.partition_index),
+                                    p.committed_offset,
+                                    p.error_code,
+                                )
+                            })
+                        })
+                        .collect(),
+                ),
+                None => (
+                    r.error_code,
+                    r.topics
+                        .iter()
+                        .flat_map(|t| {
+                            t.partitions.iter().map(|p| {
+                                (
+                                    (t.name.clone(), p.partition_index),
+                                    p.committed_offset,
+                                    p.error_code,
+                                )
+                            })
+                        })
+                        .collect(),
+                ),
+            };
+            if let Some(code) = ErrorCode::from_code(code) {
+                return retry_or_fail(code, None, |e| AdminResult::GroupOffsets(Err(e)));
+            }
+            // UNSTABLE_OFFSET_COMMIT: a transaction's offsets are pending; ask again.
+            if let Some(code) = parts.iter().find_map(|p| ErrorCode::from_code(p.2)) {
+                return retry_or_fail(code, None, |e| AdminResult::GroupOffsets(Err(e)));
+            }
+            let offsets = parts
+                .into_iter()
+                .filter(|p| p.1 >= 0)
+                .map(|p| (p.0, p.1))
+                .collect();
+            GroupAnswer::Done(AdminResult::GroupOffsets(Ok(offsets)))
+        }
+        ResponseBody::DeleteGroups(r) => {
+            let code = r
+                .results
+                .iter()
+                .find(|g| g.group_id == op.group)
+                .map_or(0, |g| g.error_code);
+            match ErrorCode::from_code(code) {
+                Some(code) => retry_or_fail(code, None, |e| AdminResult::Done(Err(e))),
+                None => GroupAnswer::Done(AdminResult::Done(Ok(()))),
+            }
+        }
+        ResponseBody::OffsetCommit(r) => {
+            let code = r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .find_map(|p| ErrorCode::from_code(p.error_code));
+            match code {
+                // An admin's commit into a group with members.
+                Some(ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration) => {
+                    GroupAnswer::Done(AdminResult::Done(Err(AdminError::GroupNotEmpty {
+                        group: op.group.clone(),
+                    })))
+                }
+                Some(code) => retry_or_fail(code, None, |e| AdminResult::Done(Err(e))),
+                None => GroupAnswer::Done(AdminResult::Done(Ok(()))),
+            }
+        }
+        _ => GroupAnswer::Retry("an answer of another kind".into(), false),
+    }
+}
+
+fn describe(g: DescribedGroup, coordinator: NodeId) -> GroupDescription {
+    let consumer = g.protocol_type == "consumer";
+    GroupDescription {
+        members: g
+            .members
+            .into_iter()
+            .map(|m| MemberDescription {
+                assignment: if consumer {
+                    crate::group::payload::decode_assignment(&m.member_assignment)
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                },
+                member_id: m.member_id,
+                group_instance_id: m.group_instance_id,
+                client_id: m.client_id,
+                client_host: m.client_host,
+            })
+            .collect(),
+        group_id: g.group_id,
+        state: g.group_state,
+        protocol_type: g.protocol_type,
+        protocol: g.protocol_data,
+        coordinator,
+    }
+}
+
+pub(super) fn list_groups_request() -> ListGroupsRequest {
+    ListGroupsRequest::default()
+}
+
+/// Takes one broker's ListGroups answer; `Err` to retry that broker.
+pub(super) fn listed(
+    op: &mut ListGroupsOp,
+    node: NodeId,
+    body: ResponseBody,
+) -> Result<(), String> {
+    let ResponseBody::ListGroups(r) = body else {
+        return Err("an answer of another kind".into());
+    };
+    if let Some(code) = ErrorCode::from_code(r.error_code) {
+        return Err(format!("broker {node}: {code}"));
+    }
+    op.groups.extend(r.groups.into_iter().map(|g| GroupListing {
+        group_id: g.group_id,
+        protocol_type: g.protocol_type,
+        state: (!g.group_state.is_empty()).then_some(g.group_state),
+        coordinator: node,
+    }));
+    if let Some(w) = &mut op.waiting {
+        w.remove(&node);
+    }
+    Ok(())
+}
+
+/// The ListOffsets request for the partitions `node` leads that have no result yet.
+pub(super) fn list_offsets_request(op: &ListOffsetsOp, node: NodeId) -> Option<ListOffsetsRequest> {
+    let leaders = op.leaders.as_ref()?;
+    let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
+    for tp in &op.partitions {
+        if leaders.get(tp) == Some(&Some(node)) && !op.results.contains_key(tp) {
+            topics.entry(&tp.0).or_default().push(ListOffsetsPartition {
+                partition_index: tp.1,
+                timestamp: op.spec.wire(),
+                ..Default::default()
+            });
+        }
+    }
+    if topics.is_empty() {
+        return None;
+    }
+    Some(ListOffsetsRequest {
+        replica_id: -1,
+        topics: topics
+            .into_iter()
+            .map(|(name, partitions)| ListOffsetsTopic {
+                name: name.to_owned(),
+                partitions,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// Takes a leader's ListOffsets answer: results for the partitions it answered, and whether
+/// some must be asked again (their leader moved, or the error is retriable).
+pub(super) fn offsets_listed(op: &mut ListOffsetsOp, body: ResponseBody) -> Option<String> {
+    let ResponseBody::ListOffsets(r) = body else {
+        return Some("an answer of another kind".into());
+    };
+    let mut again = None;
+    for t in r.topics {
+        for p in t.partitions {
+            let tp = (t.name.clone(), p.partition_index);
+            match ErrorCode::from_code(p.error_code) {
+                None => {
+                    op.results.insert(tp, Ok(p.offset));
+                }
+                Some(code) if code.is_retriable() => {
+                    // The leader moved, or is not ready: learn the leaders again.
+                    op.leaders = None;
+                    again = Some(format!("{}-{}: {code}", tp.0, tp.1));
+                }
+                Some(code) => {
+                    op.results.insert(
+                        tp,
+                        Err(AdminError::Broker {
+                            code,
+                            message: None,
+                        }),
+                    );
+                }
+            }
+        }
+    }
+    again
+}
+
+/// Tags of the requests group operations send.
+pub(super) fn find_tag(op: OpId) -> Tag {
+    Tag::Find(op)
+}
+
+impl super::Admin {
+    /// Sends what an operation of several requests (a group's, ListGroups, ListOffsets) needs
+    /// next.
+    pub(super) fn try_send_more(&mut self, id: OpId, now: crate::time::Instant) {
+        let o = self.ops.get_mut(&id).expect("caller checked");
+        match &mut o.kind {
+            super::Kind::Group(g) => {
+                let Some(node) = g.coordinator else {
+                    if !o.at.is_empty() {
+                        return; // looking it up
+                    }
+                    let Some(conn) = self.net.least_loaded(now) else {
+                        return;
+                    };
+                    let req = find_group(&g.group);
+                    let sent = self.net.send(conn, &req, find_tag(id), true, now);
+                    return self.sent(id, None, sent, now);
+                };
+                let req = group_request(g);
+                let Some(conn) = self.net.ready(node, super::Purpose::Data, now) else {
+                    if !self.net.knows(node) {
+                        g.coordinator = None; // it left the cluster: look it up again
+                    }
+                    return;
+                };
+                let sent = match &req {
+                    GroupRequest::Describe(r) => self.net.send(conn, r, Tag::Op(id), true, now),
+                    GroupRequest::Offsets(r) => self.net.send(conn, r, Tag::Op(id), true, now),
+                    GroupRequest::Delete(r) => self.net.send(conn, r, Tag::Op(id), true, now),
+                    GroupRequest::Alter(r) => self.net.send(conn, r, Tag::Op(id), true, now),
+                };
+                match sent {
+                    Ok(_) => self.ops.get_mut(&id).expect("exists").in_flight = true,
+                    Err(e) => self.send_failed(id, e, now),
+                }
+            }
+            super::Kind::ListGroups(l) => match &l.waiting {
+                None => self.ask_metadata(id, None, now),
+                Some(waiting) => {
+                    let todo: Vec<NodeId> = waiting
+                        .iter()
+                        .filter(|n| !o.at.contains(n))
+                        .copied()
+                        .collect();
+                    for node in todo {
+                        let Some(conn) = self.net.ready(node, super::Purpose::Data, now) else {
+                            continue;
+                        };
+                        let req = list_groups_request();
+                        let sent = self.net.send(conn, &req, Tag::Node(id, node), true, now);
+                        self.sent(id, Some(node), sent, now);
+                    }
+                }
+            },
+            super::Kind::ListOffsets(l) => {
+                let Some(leaders) = &l.leaders else {
+                    let topics: BTreeSet<String> =
+                        l.partitions.iter().map(|tp| tp.0.clone()).collect();
+                    return self.ask_metadata(id, Some(topics.into_iter().collect()), now);
+                };
+                let nodes: BTreeSet<NodeId> = leaders.values().flatten().copied().collect();
+                for node in nodes {
+                    let o = &self.ops[&id];
+                    let super::Kind::ListOffsets(l) = &o.kind else {
+                        return;
+                    };
+                    if o.at.contains(&node) {
+                        continue;
+                    }
+                    let Some(req) = list_offsets_request(l, node) else {
+                        continue;
+                    };
+                    let Some(conn) = self.net.ready(node, super::Purpose::Data, now) else {
+                        continue;
+                    };
+                    let sent = self.net.send(conn, &req, Tag::Node(id, node), true, now);
+                    self.sent(id, Some(node), sent, now);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Asks metadata for an operation (the brokers, or `topics`' leaders), once at a time.
+    fn ask_metadata(&mut self, id: OpId, topics: Option<Vec<String>>, now: crate::time::Instant) {
+        if !self.ops[&id].at.is_empty() {
+            return;
+        }
+        let Some(conn) = self.net.least_loaded(now) else {
+            return;
+        };
+        let req = super::metadata_request(Some(topics.unwrap_or_default()));
+        let sent = self.net.send(conn, &req, Tag::Meta(id), true, now);
+        self.sent(id, None, sent, now);
+    }
+
+    /// Notes a request sent for an operation (`node`: to which broker of several; `None`: its
+    /// lookup), or retries after a failed send.
+    fn sent(
+        &mut self,
+        id: OpId,
+        node: Option<NodeId>,
+        sent: Result<i16, super::SendError>,
+        now: crate::time::Instant,
+    ) {
+        match sent {
+            Ok(_) => {
+                self.ops
+                    .get_mut(&id)
+                    .expect("exists")
+                    .at
+                    .insert(node.unwrap_or(LOOKUP));
+            }
+            Err(e) => self.send_failed(id, e, now),
+        }
+    }
+
+    fn send_failed(&mut self, id: OpId, e: super::SendError, now: crate::time::Instant) {
+        match e {
+            super::SendError::Version(v) => {
+                let o = self.ops.remove(&id).expect("exists");
+                self.finish(id, o, AdminError::Unsupported(v));
+            }
+            e => self.retry(id, e.to_string(), now),
+        }
+    }
+
+    /// An answer (or a failure) to a lookup or a per-broker request of an operation.
+    pub(super) fn on_more(
+        &mut self,
+        tag: Tag,
+        answer: Result<ResponseBody, String>,
+        now: crate::time::Instant,
+    ) {
+        let (id, node) = match tag {
+            Tag::Find(id) | Tag::Meta(id) => (id, LOOKUP),
+            Tag::Node(id, node) => (id, node),
+            _ => return,
+        };
+        let Some(o) = self.ops.get_mut(&id) else {
+            return;
+        };
+        o.at.remove(&node);
+        let body = match answer {
+            Ok(b) => b,
+            Err(why) => {
+                if let super::Kind::Group(g) = &mut o.kind {
+                    g.coordinator = None;
+                }
+                return self.retry(id, why, now);
+            }
+        };
+        match (tag, body) {
+            (Tag::Find(_), body) => match found(&body) {
+                Ok((node, host, port)) => {
+                    self.net
+                        .learn_node(node, crate::config::HostPort::new(host, port));
+                    if let super::Kind::Group(g) = &mut self.ops.get_mut(&id).expect("exists").kind
+                    {
+                        g.coordinator = Some(node);
+                    }
+                }
+                Err(code) if code.is_retriable() || code == ErrorCode::CoordinatorNotAvailable => {
+                    self.retry(id, format!("FindCoordinator: {code}"), now)
+                }
+                Err(code) => {
+                    let o = self.ops.remove(&id).expect("exists");
+                    self.finish(
+                        id,
+                        o,
+                        AdminError::Broker {
+                            code,
+                            message: None,
+                        },
+                    );
+                }
+            },
+            (Tag::Meta(_), ResponseBody::Metadata(resp)) => {
+                self.learn(&resp, now);
+                let o = self.ops.get_mut(&id).expect("exists");
+                match &mut o.kind {
+                    super::Kind::ListGroups(l) => {
+                        l.waiting = Some(resp.brokers.iter().map(|b| b.node_id).collect());
+                    }
+                    super::Kind::ListOffsets(l) => {
+                        let mut leaders = BTreeMap::new();
+                        let mut missing = false;
+                        for tp in &l.partitions {
+                            let t = resp
+                                .topics
+                                .iter()
+                                .find(|t| t.name.as_deref() == Some(&tp.0));
+                            match t {
+                                Some(t)
+                                    if t.error_code
+                                        == ErrorCode::UnknownTopicOrPartition.code() =>
+                                {
+                                    l.results.insert(
+                                        tp.clone(),
+                                        Err(AdminError::Broker {
+                                            code: ErrorCode::UnknownTopicOrPartition,
+                                            message: None,
+                                        }),
+                                    );
+                                }
+                                Some(t) => {
+                                    let leader = t
+                                        .partitions
+                                        .iter()
+                                        .find(|p| p.partition_index == tp.1)
+                                        .map(|p| p.leader_id)
+                                        .filter(|l| *l >= 0);
+                                    missing |= leader.is_none();
+                                    leaders.insert(tp.clone(), leader);
+                                }
+                                None => missing = true,
+                            }
+                        }
+                        l.leaders = Some(leaders);
+                        if missing {
+                            // A partition without a leader (or not listed yet): ask again.
+                            l.leaders = None;
+                            self.retry(id, "a partition has no leader".into(), now);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (Tag::Node(..), body) => {
+                let o = self.ops.get_mut(&id).expect("exists");
+                let again = match &mut o.kind {
+                    super::Kind::ListGroups(l) => listed(l, node, body).err(),
+                    super::Kind::ListOffsets(l) => offsets_listed(l, body),
+                    _ => None,
+                };
+                if let Some(why) = again {
+                    self.retry(id, why, now);
+                }
+            }
+            _ => self.retry(id, "an answer of another kind".into(), now),
+        }
+        self.complete_more(id);
+    }
+
+    /// A group action's answer from its coordinator.
+    pub(super) fn on_group_answer(
+        &mut self,
+        id: OpId,
+        body: ResponseBody,
+        now: crate::time::Instant,
+    ) {
+        let o = self.ops.get_mut(&id).expect("caller checked");
+        let super::Kind::Group(g) = &mut o.kind else {
+            return;
+        };
+        match group_answer(g, body) {
+            GroupAnswer::Done(result) => {
+                self.ops.remove(&id);
+                self.events.push_back(super::AdminEvent { op: id, result });
+            }
+            GroupAnswer::Retry(why, rediscover) => {
+                if rediscover {
+                    g.coordinator = None;
+                }
+                self.retry(id, why, now);
+            }
+        }
+    }
+
+    /// Ends a ListGroups or ListOffsets whose every part has its answer.
+    fn complete_more(&mut self, id: OpId) {
+        let Some(o) = self.ops.get(&id) else {
+            return;
+        };
+        let result = match &o.kind {
+            super::Kind::ListGroups(l)
+                if o.at.is_empty() && l.waiting.as_ref().is_some_and(|w| w.is_empty()) =>
+            {
+                let mut groups = l.groups.clone();
+                groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+                AdminResult::Groups(Ok(groups))
+            }
+            super::Kind::ListOffsets(l)
+                if l.partitions.iter().all(|tp| l.results.contains_key(tp)) =>
+            {
+                AdminResult::Offsets(l.results.clone())
+            }
+            _ => return,
+        };
+        self.ops.remove(&id);
+        self.events.push_back(super::AdminEvent { op: id, result });
+    }
+}
+
+/// The node id that stands for an operation's lookup (FindCoordinator, Metadata) among the
+/// brokers it has requests at.
+const LOOKUP: NodeId = -1;
