@@ -51,6 +51,81 @@ pub enum Command {
         #[command(subcommand)]
         what: PerfCommand,
     },
+    /// Consumer groups: list, describe (offsets and lag), reset offsets, delete.
+    Group {
+        #[command(subcommand)]
+        action: GroupAction,
+    },
+    /// A topic's offsets per partition: earliest and latest, or the first at a time.
+    Offsets {
+        /// The topic.
+        #[arg(short = 't', long)]
+        topic: String,
+        /// The first offset at or after this time (RFC 3339, e.g. 2026-12-01T10:00:00Z, or
+        /// milliseconds since the epoch).
+        #[arg(long)]
+        time: Option<String>,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GroupAction {
+    /// Lists the groups of every broker.
+    List {
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A group's state and members, and per partition its committed offset, log end and lag.
+    Describe {
+        /// The group.
+        group: String,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Moves a group's committed offsets on a topic (refused while the group has members).
+    ResetOffsets {
+        /// The group.
+        group: String,
+        /// The topic whose partitions move.
+        #[arg(short = 't', long)]
+        topic: String,
+        #[command(flatten)]
+        to: ResetTo,
+        /// Print the new offsets without committing them.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Deletes a group (refused while it has members).
+    Delete {
+        /// The group.
+        group: String,
+    },
+}
+
+/// Where `group reset-offsets` moves a group (one of them).
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct ResetTo {
+    /// To each partition's log start.
+    #[arg(long)]
+    pub to_earliest: bool,
+    /// To each partition's log end.
+    #[arg(long)]
+    pub to_latest: bool,
+    /// To the first offset at or after this time (RFC 3339 or epoch ms).
+    #[arg(long)]
+    pub to_datetime: Option<String>,
+    /// To this offset (kept within each partition's log).
+    #[arg(long, allow_negative_numbers = true)]
+    pub to_offset: Option<i64>,
+    /// By this many records from the committed offset (negative: back), kept within the log.
+    #[arg(long, allow_negative_numbers = true)]
+    pub shift_by: Option<i64>,
 }
 
 #[derive(Debug, Subcommand)]

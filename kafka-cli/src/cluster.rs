@@ -39,7 +39,13 @@ impl Cluster {
         })
     }
 
-    fn explain(&self, e: AdminError) -> String {
+    /// The admin client.
+    pub fn admin(&self) -> &Admin {
+        &self.admin
+    }
+
+    /// An admin error as one line that says what to do.
+    pub fn explain(&self, e: AdminError) -> String {
         match e {
             AdminError::Timeout { .. } => format!(
                 "cannot reach the cluster at {} within {}s ({e}); check -b and that the broker is running",

@@ -5,6 +5,7 @@ mod args;
 mod cluster;
 mod consume;
 mod format;
+mod group;
 mod produce;
 
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use clap::Parser as _;
 use kafka_tokio::NewTopic;
 
-use args::{Cli, Command, PerfCommand, TopicAction};
+use args::{Cli, Command, GroupAction, PerfCommand, TopicAction};
 use cluster::{print_metadata, CliResult, Cluster};
 
 fn main() -> ExitCode {
@@ -152,6 +153,20 @@ async fn run(cli: Cli) -> CliResult<()> {
                 json,
             };
             consume::perf(&cluster, &cli.brokers, a).await
+        }
+        Command::Group { action } => match action {
+            GroupAction::List { json } => group::list(&cluster, json).await,
+            GroupAction::Describe { group, json } => group::describe(&cluster, &group, json).await,
+            GroupAction::ResetOffsets {
+                group,
+                topic,
+                to,
+                dry_run,
+            } => group::reset(&cluster, &group, &topic, &to, dry_run).await,
+            GroupAction::Delete { group } => group::delete(&cluster, &group).await,
+        },
+        Command::Offsets { topic, time, json } => {
+            group::offsets(&cluster, &topic, time.as_deref(), json).await
         }
     }
 }

@@ -379,6 +379,125 @@ mod kafka {
         super::errors_name_their_cause_in_one_line(Kind::Kafka);
     }
 
+    /// The group tools: `group list` and `group describe` (committed offset, log end and lag
+    /// per partition, as text and JSON), `offsets`, `group reset-offsets` (a dry run, then for
+    /// real, after which the group reads from there), and `group delete`.
+    #[test]
+    fn group_tools_list_describe_reset_and_delete() {
+        let broker = Broker::shared(Kind::Kafka, "cli");
+        let b = broker.addr.as_str();
+        ok(&cli(
+            b,
+            &["topic", "create", "cli-g", "--partitions", "2"],
+            "",
+        ));
+        let lines: String = (0..10).map(|i| format!("{}:v{i}\n", i % 2)).collect();
+        ok(&cli(b, &["produce", "-t", "cli-g", "-K", ":"], &lines));
+        let group = ["-G", "cli-tools", "-X", "session.timeout.ms=6000"];
+        let mut read = vec!["consume", "-t", "cli-g", "-o", "beginning", "-e"];
+        read.extend(group);
+        assert_eq!(ok(&cli(b, &read, "")).lines().count(), 10);
+        let list = ok(&cli(b, &["group", "list"], ""));
+        assert!(list.lines().any(|l| l.starts_with("cli-tools ")), "{list}");
+        let json = ok(&cli(b, &["group", "describe", "cli-tools", "--json"], ""));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["group"], "cli-tools");
+        let parts = v["partitions"].as_array().unwrap();
+        assert_eq!(parts.len(), 2, "{json}");
+        for p in parts {
+            assert_eq!(p["committed"], p["log_end"], "{json}");
+            assert_eq!(p["lag"], 0, "{json}");
+        }
+        let text = ok(&cli(b, &["group", "describe", "cli-tools"], ""));
+        assert!(text.contains("LAG"), "{text}");
+        let offsets = ok(&cli(b, &["offsets", "-t", "cli-g"], ""));
+        assert!(
+            offsets.contains("EARLIEST") && offsets.contains("LATEST"),
+            "{offsets}"
+        );
+        // Back by 2 per partition: a dry run changes nothing, the real one does.
+        let reset = [
+            "group",
+            "reset-offsets",
+            "cli-tools",
+            "-t",
+            "cli-g",
+            "--shift-by",
+            "-2",
+        ];
+        let dry = cli(b, &[&reset[..], &["--dry-run"]].concat(), "");
+        assert!(ok(&dry).contains("NEW-OFFSET"));
+        let v: serde_json::Value = serde_json::from_str(&ok(&cli(
+            b,
+            &["group", "describe", "cli-tools", "--json"],
+            "",
+        )))
+        .unwrap();
+        assert!(v["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["lag"] == 0));
+        ok(&cli(b, &reset, ""));
+        let v: serde_json::Value = serde_json::from_str(&ok(&cli(
+            b,
+            &["group", "describe", "cli-tools", "--json"],
+            "",
+        )))
+        .unwrap();
+        assert!(
+            v["partitions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["lag"] == 2),
+            "{v}"
+        );
+        assert_eq!(
+            ok(&cli(b, &read, "")).lines().count(),
+            4,
+            "2 per partition again"
+        );
+        ok(&cli(
+            b,
+            &[
+                "group",
+                "reset-offsets",
+                "cli-tools",
+                "-t",
+                "cli-g",
+                "--to-earliest",
+            ],
+            "",
+        ));
+        assert_eq!(
+            ok(&cli(b, &read, "")).lines().count(),
+            10,
+            "everything again"
+        );
+        ok(&cli(b, &["group", "delete", "cli-tools"], ""));
+        let list = ok(&cli(b, &["group", "list"], ""));
+        assert!(!list.lines().any(|l| l.starts_with("cli-tools ")), "{list}");
+        let bad = cli(
+            b,
+            &[
+                "group",
+                "reset-offsets",
+                "cli-tools",
+                "-t",
+                "cli-g",
+                "--to-offset",
+                "x",
+            ],
+            "",
+        );
+        assert_eq!(bad.status.code(), Some(2), "a usage error");
+        fails_with(
+            &cli(b, &["group", "delete", "cli-tools"], ""),
+            "GROUP_ID_NOT_FOUND",
+        );
+    }
+
     /// `produce -X transactional.id=ID` sends its input in one transaction, committed at end
     /// of input or aborted with `--abort`; `consume -X isolation.level=read_committed` sees
     /// only the committed one.
