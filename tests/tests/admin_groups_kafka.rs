@@ -1,7 +1,8 @@
 //! Group and offset administration against Apache Kafka (one node): listing and describing a
 //! group with a live member, its committed offsets and lag (checked against the Java client's
-//! AdminClient for the same group), offsets by time, altering offsets (refused while the group
-//! has members; then a new member starts where they say), and deleting the group.
+//! AdminClient for the same group), offsets by time, a member's commits of offsets of its
+//! choosing, altering offsets (refused while the group has members; then a new member starts
+//! where they say), and deleting the group.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -131,6 +132,22 @@ fn groups_and_offsets_are_listed_described_altered_and_deleted() {
         )
         .await;
         assert!(unknown.values().all(|r| r.is_err()), "{unknown:?}");
+
+        // The member commits offsets of its choosing (sync, then async), not what it read.
+        within("commit_offsets", m.commit_offsets([((TOPIC, 0), 5)]))
+            .await
+            .unwrap();
+        within(
+            "commit_offsets_async",
+            m.commit_offsets_async([((TOPIC, 1), 6)]),
+        )
+        .await
+        .unwrap();
+        let chosen = within("offsets", admin.list_group_offsets(GROUP))
+            .await
+            .unwrap();
+        assert_eq!(chosen.get(&(TOPIC.to_owned(), 0)), Some(&5), "{chosen:?}");
+        assert_eq!(chosen.get(&(TOPIC.to_owned(), 1)), Some(&6), "{chosen:?}");
 
         // Altering offsets is refused while the member runs.
         let to_10: BTreeMap<(String, i32), i64> =

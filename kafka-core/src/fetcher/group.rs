@@ -216,6 +216,33 @@ impl Fetcher {
         Some(id)
     }
 
+    /// Commits these offsets (topic, partition, next offset to read), as Java's
+    /// `commitSync(offsets)`: not what was consumed. [`FetchEvent::Committed`] reports the
+    /// outcome, within `default.api.timeout.ms`. `None` without a `group.id`.
+    pub fn commit_offsets(
+        &mut self,
+        offsets: Vec<(String, i32, i64)>,
+        now: Instant,
+    ) -> Option<CommitId> {
+        let g = self.group.as_mut()?;
+        let offsets = offsets
+            .into_iter()
+            .map(|(t, p, offset)| {
+                let c = crate::group::offsets::Committed {
+                    offset,
+                    leader_epoch: -1,
+                };
+                ((t, p), c)
+            })
+            .collect();
+        let id = g
+            .offsets
+            .commit_offsets(offsets, now + self.cfg.default_api_timeout);
+        g.user_commits.push(id);
+        self.drive(now);
+        Some(id)
+    }
+
     /// Looks up the group's committed offsets of `tps` (whether this consumer holds them or
     /// not) with OffsetFetch; [`FetchEvent::CommittedOffsets`] reports them, within
     /// `default.api.timeout.ms`. `None` without a `group.id`.

@@ -248,6 +248,25 @@ impl Offsets {
         self.enqueue(false, Some(deadline))
     }
 
+    /// Commits these offsets (not what was consumed); retriable errors are retried until
+    /// `deadline`.
+    pub fn commit_offsets(
+        &mut self,
+        offsets: BTreeMap<TopicPartition, Committed>,
+        deadline: Instant,
+    ) -> CommitId {
+        let id = CommitId(self.next_commit);
+        self.next_commit += 1;
+        self.commits.push_back(Commit {
+            id,
+            offsets,
+            auto: false,
+            deadline: Some(deadline),
+            reported: false,
+        });
+        id
+    }
+
     fn enqueue(&mut self, auto: bool, deadline: Option<Instant>) -> CommitId {
         let id = CommitId(self.next_commit);
         self.next_commit += 1;

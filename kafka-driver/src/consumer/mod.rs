@@ -221,6 +221,11 @@ pub(crate) enum Command {
     Next(Progress, oneshot::Sender<Handed>),
     Subscribe(Vec<String>),
     Commit(Progress, oneshot::Sender<Result<(), CommitError>>),
+    /// Commits these (topic, partition, next offset), not what was consumed.
+    CommitOffsets(
+        Vec<(String, i32, i64)>,
+        oneshot::Sender<Result<(), CommitError>>,
+    ),
     AckRevocation(Progress),
     Close(Progress, oneshot::Sender<()>),
     /// The handle met corrupt data at this offset: the partition stops there.
@@ -380,6 +385,31 @@ impl<R: Runtime> Consumer<R> {
             .into_iter()
             .map(|((t, p), (o, e, tenure))| (t.to_string(), p, o, e, tenure))
             .collect()
+    }
+
+    /// Commits these offsets (the next record to read per partition), as Java's
+    /// `commitSync(offsets)`, and waits for the outcome. What was consumed is not committed
+    /// by it.
+    pub async fn commit_offsets<T: Into<String>>(
+        &mut self,
+        offsets: impl IntoIterator<Item = ((T, i32), i64)>,
+    ) -> Result<(), CommitError> {
+        self.commit_offsets_async(offsets).await
+    }
+
+    /// [`Consumer::commit_offsets`] without waiting: the commit is on its way when this
+    /// returns, and the future (which borrows nothing) gives its outcome.
+    pub fn commit_offsets_async<T: Into<String>>(
+        &mut self,
+        offsets: impl IntoIterator<Item = ((T, i32), i64)>,
+    ) -> impl std::future::Future<Output = Result<(), CommitError>> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        let offsets = offsets
+            .into_iter()
+            .map(|((t, p), o)| (t.into(), p, o))
+            .collect();
+        self.send(Command::CommitOffsets(offsets, tx));
+        async move { rx.await.unwrap_or(Err(CommitError::Closed)) }
     }
 
     /// Commits the offsets of every record returned so far, and waits for the outcome.

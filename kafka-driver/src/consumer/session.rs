@@ -219,6 +219,16 @@ impl Session for ConsumerSession {
                     }
                 }
             }
+            Command::CommitOffsets(offsets, reply) => {
+                match self.core.commit_offsets(offsets, now) {
+                    Some(id) => {
+                        self.commits.insert(id, reply);
+                    }
+                    None => {
+                        let _ = reply.send(Err(CommitError::NotMember));
+                    }
+                }
+            }
             Command::AckRevocation(progress) => {
                 self.consumed(progress);
                 self.revoking.clear();
