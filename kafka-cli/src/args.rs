@@ -29,6 +29,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Lists brokers, topics, partitions and leaders (kcat -L).
+    #[command(short_flag = 'L')]
     Metadata {
         /// Only this topic.
         #[arg(short = 't', long)]
@@ -43,8 +44,10 @@ pub enum Command {
         action: TopicAction,
     },
     /// Produces one record per stdin line (kcat -P).
+    #[command(short_flag = 'P')]
     Produce(ProduceArgs),
     /// Prints records (kcat -C).
+    #[command(short_flag = 'C')]
     Consume(ConsumeArgs),
     /// Load tests.
     Perf {
@@ -208,8 +211,9 @@ pub struct ConsumeArgs {
     /// stderr; -o then applies only where the group has no committed offset).
     #[arg(short = 'G', long = "group", conflicts_with = "partition")]
     pub group: Option<String>,
-    /// Where to start: beginning, end, or an offset.
-    #[arg(short = 'o', long, default_value = "end")]
+    /// Where to start: beginning, end, an offset, -N (N records before each partition's
+    /// end), or s@TIMESTAMP (the first record at or after it, epoch ms), as in kcat.
+    #[arg(short = 'o', long, default_value = "end", allow_hyphen_values = true)]
     pub offset: String,
     /// Exits once every partition's end is reached.
     #[arg(short = 'e', long = "exit")]

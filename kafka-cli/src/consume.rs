@@ -10,17 +10,87 @@ use crate::args::{settings, ConsumeArgs};
 use crate::cluster::{CliResult, Cluster};
 use crate::format::Format;
 
-fn start_from(o: &str) -> CliResult<StartFrom> {
+/// Where `-o` starts.
+enum Start {
+    /// The same for every partition.
+    All(StartFrom),
+    /// N records before each partition's end (`-o -N`).
+    BeforeEnd(i64),
+    /// The first record at or after this time, epoch ms (`-o s@TS`).
+    At(i64),
+}
+
+fn start_from(o: &str) -> CliResult<Start> {
+    let bad = || format!("-o {o}: expected beginning, end, an offset >= 0, -N or s@TIMESTAMP");
     match o {
-        "beginning" => Ok(StartFrom::Earliest),
-        "end" => Ok(StartFrom::Latest),
+        "beginning" => Ok(Start::All(StartFrom::Earliest)),
+        "end" => Ok(Start::All(StartFrom::Latest)),
+        _ if o.starts_with("s@") => o[2..].parse().map(Start::At).map_err(|_| bad()),
+        _ if o.starts_with('-') => o[1..]
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .map(Start::BeforeEnd)
+            .ok_or_else(bad),
         n => n
             .parse::<i64>()
             .ok()
             .filter(|n| *n >= 0)
-            .map(StartFrom::Offset)
-            .ok_or_else(|| format!("-o {o}: expected beginning, end or an offset >= 0")),
+            .map(|n| Start::All(StartFrom::Offset(n)))
+            .ok_or_else(bad),
     }
+}
+
+/// Each partition's start for `-o -N` and `-o s@TS`, from the partitions' offsets.
+async fn starts(
+    cluster: &Cluster,
+    topic: &str,
+    partitions: &[i32],
+    start: &Start,
+) -> CliResult<Vec<(i32, StartFrom)>> {
+    use kafka_tokio::OffsetSpec;
+    let tps: Vec<(String, i32)> = partitions.iter().map(|p| (topic.to_owned(), *p)).collect();
+    let admin = cluster.admin();
+    let list = |spec| admin.list_offsets(tps.clone(), spec);
+    let offset =
+        |m: &std::collections::BTreeMap<(String, i32), Result<i64, kafka_tokio::AdminError>>,
+         p: i32| {
+            match m.get(&(topic.to_owned(), p)) {
+                Some(Ok(o)) => Ok(*o),
+                Some(Err(e)) => Err(format!("offsets of {topic}-{p}: {e}")),
+                None => Err(format!("no offsets for {topic}-{p}")),
+            }
+        };
+    let mut out = Vec::new();
+    match start {
+        Start::All(s) => out.extend(partitions.iter().map(|p| (*p, *s))),
+        Start::BeforeEnd(n) => {
+            let (first, last) = (
+                list(OffsetSpec::Earliest).await,
+                list(OffsetSpec::Latest).await,
+            );
+            for p in partitions {
+                let from = (offset(&last, *p)? - n).max(offset(&first, *p)?);
+                out.push((*p, StartFrom::Offset(from)));
+            }
+        }
+        Start::At(ts) => {
+            let at = list(OffsetSpec::Timestamp(*ts)).await;
+            for p in partitions {
+                // No record at or after the time: from the end.
+                let o = offset(&at, *p)?;
+                out.push((
+                    *p,
+                    if o < 0 {
+                        StartFrom::Latest
+                    } else {
+                        StartFrom::Offset(o)
+                    },
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliResult<()> {
@@ -30,8 +100,15 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
     if let Some(g) = &a.group {
         map.push(("group.id".to_owned(), g.clone()));
         let reset = match start {
-            StartFrom::Earliest => "earliest",
-            _ => "latest",
+            Start::All(StartFrom::Earliest) => "earliest",
+            Start::All(_) => "latest",
+            _ => {
+                return Err(format!(
+                    "-o {}: relative and time offsets work without -G (a group starts at its \
+                     committed offsets; move them with `group reset-offsets`)",
+                    a.offset
+                ))
+            }
         };
         map.push(("auto.offset.reset".to_owned(), reset.to_owned()));
     }
@@ -59,9 +136,16 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
             .subscribe([a.topic.clone()])
             .map_err(|e| e.to_string())?;
     } else {
+        let starts = starts(cluster, &a.topic, &partitions, &start).await?;
         consumer
-            .assign(partitions.iter().map(|p| (a.topic.as_str(), *p)), start)
+            .assign(
+                partitions.iter().map(|p| (a.topic.as_str(), *p)),
+                StartFrom::Latest,
+            )
             .map_err(|e| e.to_string())?;
+        for (p, s) in starts {
+            consumer.seek(&a.topic, p, s);
+        }
         open = partitions.into_iter().collect();
     }
     let mut assigned_once = a.group.is_none();

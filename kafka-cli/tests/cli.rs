@@ -379,6 +379,46 @@ mod kafka {
         super::errors_name_their_cause_in_one_line(Kind::Kafka);
     }
 
+    /// kcat's ways: `-P`, `-C` and `-L` for the subcommands, `-o -N` (N before each
+    /// partition's end) and `-o s@TIMESTAMP`.
+    #[test]
+    fn kcat_mode_flags_and_relative_and_time_offsets() {
+        let broker = Broker::shared(Kind::Kafka, "cli");
+        let b = broker.addr.as_str();
+        ok(&cli(
+            b,
+            &["topic", "create", "cli-o", "--partitions", "1"],
+            "",
+        ));
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+            - 60_000;
+        ok(&cli(b, &["-P", "-t", "cli-o"], "a\nb\nc\nd\ne\n"));
+        assert!(ok(&cli(b, &["-L", "-t", "cli-o"], "")).contains("cli-o"));
+        let read = |o: &str| {
+            let out = ok(&cli(b, &["-C", "-t", "cli-o", "-o", o, "-e"], ""));
+            out.lines().map(str::to_owned).collect::<Vec<_>>()
+        };
+        assert_eq!(read("-2"), ["d", "e"]);
+        assert_eq!(
+            read("-9"),
+            ["a", "b", "c", "d", "e"],
+            "no further back than the start"
+        );
+        assert_eq!(read(&format!("s@{before}")), ["a", "b", "c", "d", "e"]);
+        assert!(
+            read(&format!("s@{}", before + 3_600_000)).is_empty(),
+            "nothing that late"
+        );
+        assert_eq!(read("3"), ["d", "e"]);
+        fails_with(
+            &cli(b, &["-C", "-t", "cli-o", "-o", "-2", "-G", "g"], ""),
+            "work without -G",
+        );
+    }
+
     /// The group tools: `group list` and `group describe` (committed offset, log end and lag
     /// per partition, as text and JSON), `offsets`, `group reset-offsets` (a dry run, then for
     /// real, after which the group reads from there), and `group delete`.
