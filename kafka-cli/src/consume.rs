@@ -10,6 +10,29 @@ use crate::args::{settings, ConsumeArgs};
 use crate::cluster::{CliResult, Cluster};
 use crate::format::Format;
 
+/// Resolves at SIGINT (Ctrl-C) or SIGTERM.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 /// Where `-o` starts.
 enum Start {
     /// The same for every partition.
@@ -154,6 +177,7 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
     let mut buf = Vec::new();
     let mut printed = 0u64;
     let write_err = |e: std::io::Error| format!("writing stdout: {e}");
+    let mut stop = std::pin::pin!(interrupted());
     while a.count.is_none_or(|c| printed < c)
         && !(a.exit_at_end && assigned_once && open.is_empty())
     {
@@ -162,7 +186,15 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
             Some(ev) => ev,
             None => {
                 out.flush().map_err(write_err)?;
-                consumer.next_event().await
+                tokio::select! {
+                    ev = consumer.next_event() => ev,
+                    // Ctrl-C or SIGTERM: what was printed is committed as the group is left,
+                    // below, so that a rerun goes on from there (next_event is cancel-safe).
+                    () = &mut stop => {
+                        eprintln!("interrupted after {printed} records: committing and leaving");
+                        break;
+                    }
+                }
             }
         };
         match ev.map_err(|e| e.to_string())? {

@@ -419,6 +419,69 @@ mod kafka {
         );
     }
 
+    /// SIGTERM (or Ctrl-C) during `consume -G` commits what was printed and leaves the group:
+    /// a rerun goes on from there.
+    #[cfg(unix)]
+    #[test]
+    fn sigterm_during_a_group_consume_commits_what_was_printed() {
+        use std::io::BufRead;
+        let broker = Broker::shared(Kind::Kafka, "cli");
+        let b = broker.addr.as_str();
+        ok(&cli(
+            b,
+            &["topic", "create", "cli-sig", "--partitions", "2"],
+            "",
+        ));
+        ok(&cli(b, &["produce", "-t", "cli-sig"], "1\n2\n3\n4\n5\n6\n"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-cli"))
+            .args([
+                "-b",
+                b,
+                "consume",
+                "-t",
+                "cli-sig",
+                "-G",
+                "cli-sig",
+                "-o",
+                "beginning",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kafka-cli");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        for _ in 0..6 {
+            lines.next().expect("a record").unwrap();
+        }
+        // SAFETY: a signal to our own child process.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("interrupted after 6 records"), "{err}");
+        ok(&cli(b, &["produce", "-t", "cli-sig"], "7\n8\n"));
+        let again = ok(&cli(
+            b,
+            &[
+                "consume",
+                "-t",
+                "cli-sig",
+                "-G",
+                "cli-sig",
+                "-o",
+                "beginning",
+                "-e",
+            ],
+            "",
+        ));
+        let mut again: Vec<&str> = again.lines().collect();
+        again.sort();
+        assert_eq!(again, ["7", "8"], "the rerun goes on from what was printed");
+    }
+
     /// The group tools: `group list` and `group describe` (committed offset, log end and lag
     /// per partition, as text and JSON), `offsets`, `group reset-offsets` (a dry run, then for
     /// real, after which the group reads from there), and `group delete`.
