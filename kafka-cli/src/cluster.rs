@@ -39,6 +39,11 @@ impl Cluster {
         })
     }
 
+    /// `--timeout`.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// The admin client.
     pub fn admin(&self) -> &Admin {
         &self.admin

@@ -229,6 +229,27 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
     Ok(())
 }
 
+/// How many records a topic holds (log end minus log start, over its partitions), in words.
+async fn held(cluster: &Cluster, name: &str, topic: &kafka_tokio::TopicMetadata) -> String {
+    use kafka_tokio::OffsetSpec;
+    let tps: Vec<(String, i32)> = topic
+        .partitions
+        .iter()
+        .map(|p| (name.to_owned(), p.partition))
+        .collect();
+    let admin = cluster.admin();
+    let first = admin.list_offsets(tps.clone(), OffsetSpec::Earliest).await;
+    let last = admin.list_offsets(tps.clone(), OffsetSpec::Latest).await;
+    let mut n = 0;
+    for tp in &tps {
+        match (first.get(tp), last.get(tp)) {
+            (Some(Ok(a)), Some(Ok(b))) => n += b - a,
+            _ => return "an unknown number of records".into(),
+        }
+    }
+    format!("{n} records")
+}
+
 pub struct PerfArgs {
     pub topic: String,
     pub count: u64,
@@ -280,7 +301,24 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
     // `recv_batch`, the API's fastest idiom: one call (and one look at the clock for
     // `max.poll.interval.ms`) per batch of fetched records instead of per record.
     while count < a.count {
-        for r in consumer.recv_batch().await.map_err(|e| e.to_string())? {
+        // A topic that holds fewer records than asked for says so after --timeout without
+        // a record, instead of waiting for ever.
+        let batch = match tokio::time::timeout(cluster.timeout(), consumer.recv_batch()).await {
+            Ok(batch) => batch.map_err(|e| e.to_string())?,
+            Err(_) => {
+                bar.finish_and_clear();
+                consumer.close(std::time::Duration::from_secs(10)).await;
+                let held = held(cluster, &a.topic, &topic).await;
+                return Err(format!(
+                    "only {count} of {} records arrived, none in the last {}s: topic '{}' holds \
+                     {held} (ask for fewer with -n, or produce more)",
+                    a.count,
+                    cluster.timeout().as_secs(),
+                    a.topic
+                ));
+            }
+        };
+        for r in batch {
             count += 1;
             bytes += r.value.as_ref().map_or(0, |v| v.len()) as u64;
         }

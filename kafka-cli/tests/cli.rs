@@ -482,6 +482,36 @@ mod kafka {
         assert_eq!(again, ["7", "8"], "the rerun goes on from what was printed");
     }
 
+    /// `perf consume -n N` on a topic holding fewer says so after `--timeout`.
+    #[test]
+    fn perf_consume_of_more_records_than_the_topic_holds_says_so() {
+        let broker = Broker::shared(Kind::Kafka, "cli");
+        let b = broker.addr.as_str();
+        ok(&cli(
+            b,
+            &["topic", "create", "cli-few", "--partitions", "2"],
+            "",
+        ));
+        ok(&cli(b, &["produce", "-t", "cli-few"], "1\n2\n3\n"));
+        fails_with(
+            &cli(
+                b,
+                &[
+                    "--timeout",
+                    "3",
+                    "perf",
+                    "consume",
+                    "-t",
+                    "cli-few",
+                    "-n",
+                    "10",
+                ],
+                "",
+            ),
+            "only 3 of 10 records arrived, none in the last 3s: topic 'cli-few' holds 3 records",
+        );
+    }
+
     /// The group tools: `group list` and `group describe` (committed offset, log end and lag
     /// per partition, as text and JSON), `offsets`, `group reset-offsets` (a dry run, then for
     /// real, after which the group reads from there), and `group delete`.
