@@ -28,6 +28,8 @@ struct Tally {
     delivered: u64,
     failed: u64,
     first: Option<Failed>,
+    /// The 1-based input line of the first failure, for `produce`.
+    first_line: Option<u64>,
 }
 
 impl Tally {
@@ -39,6 +41,14 @@ impl Tally {
                 self.first.get_or_insert(f);
             }
         }
+    }
+
+    /// A record of input line `line` resolved.
+    fn add_line(&mut self, line: u64, r: Result<Delivered, Failed>) {
+        if r.is_err() && self.first.is_none() {
+            self.first_line = Some(line);
+        }
+        self.add(r);
     }
 }
 
@@ -89,6 +99,7 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
     let mut pending = Deliveries::new();
     let mut tally = Tally::default();
     let mut sent = 0u64;
+    let mut line_no = 0u64;
     loop {
         line.clear();
         let n = stdin
@@ -98,6 +109,7 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
         if n == 0 {
             break;
         }
+        line_no += 1;
         if line.last() == Some(&b'\n') {
             line.pop();
             if line.last() == Some(&b'\r') {
@@ -124,11 +136,11 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
         let delivery = producer
             .send(r)
             .await
-            .map_err(|e| format!("record {}: {e}", tally.delivered + tally.failed + 1))?;
-        pending.push(delivery, ());
+            .map_err(|e| format!("line {line_no}: {e}"))?;
+        pending.push(delivery, line_no);
         sent += 1;
-        while let Some(Some(((), r))) = pending.next().now_or_never() {
-            tally.add(r);
+        while let Some(Some((n, r))) = pending.next().now_or_never() {
+            tally.add_line(n, r);
         }
     }
     let ended = if !transactional {
@@ -141,11 +153,11 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
     } else {
         Some(producer.commit_transaction().await.map(|()| "committed"))
     };
-    while let Some(((), r)) = pending.next().await {
+    while let Some((n, r)) = pending.next().await {
         match r {
             // Records the abort failed before they were sent: what was asked.
             Err(f) if a.abort && f.error == kafka_tokio::DeliveryError::TransactionAborted => {}
-            r => tally.add(r),
+            r => tally.add_line(n, r),
         }
     }
     producer.close(Duration::from_secs(30)).await;
@@ -160,9 +172,10 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
     match tally.first {
         None => Ok(()),
         Some(f) => Err(format!(
-            "{} of {} records failed; the first: {f}",
+            "{} of {} records failed; the first, line {}: {f}",
             tally.failed,
-            tally.failed + tally.delivered
+            tally.failed + tally.delivered,
+            tally.first_line.unwrap_or(0)
         )),
     }
 }

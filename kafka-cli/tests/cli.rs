@@ -482,6 +482,27 @@ mod kafka {
         assert_eq!(again, ["7", "8"], "the rerun goes on from what was printed");
     }
 
+    /// `produce` names a refused record by its 1-based input line.
+    #[test]
+    fn produce_names_a_refused_line_by_its_number() {
+        let broker = Broker::shared(Kind::Kafka, "cli");
+        let b = broker.addr.as_str();
+        ok(&cli(
+            b,
+            &["topic", "create", "cli-big", "--partitions", "1"],
+            "",
+        ));
+        let input = format!("a\nb\n{}\nd\n", "x".repeat(5000));
+        fails_with(
+            &cli(
+                b,
+                &["-X", "max.request.size=2000", "produce", "-t", "cli-big"],
+                &input,
+            ),
+            "line 3:",
+        );
+    }
+
     /// `perf consume -n N` on a topic holding fewer says so after `--timeout`.
     #[test]
     fn perf_consume_of_more_records_than_the_topic_holds_says_so() {
