@@ -149,6 +149,14 @@ pub enum TopicAction {
         /// Its name.
         name: String,
     },
+    /// Raises a topic's partition count (kafka-topics --alter --partitions).
+    Alter {
+        /// Its name.
+        name: String,
+        /// The new partition count (more than it has).
+        #[arg(long)]
+        partitions: i32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -98,6 +98,20 @@ async fn run(cli: Cli) -> CliResult<()> {
             Ok(())
         }
         Command::Topic {
+            action: TopicAction::Alter { name, partitions },
+        } => {
+            cluster.topic(&name).await?;
+            let results = cluster
+                .admin()
+                .create_partitions(&[(name.as_str(), partitions)])
+                .await;
+            for (_, r) in results {
+                r.map_err(|e| cluster.explain(e))?;
+            }
+            eprintln!("topic '{name}' now has {partitions} partitions");
+            Ok(())
+        }
+        Command::Topic {
             action: TopicAction::Delete { name },
         } => {
             cluster.delete(&name).await?;

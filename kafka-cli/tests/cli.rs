@@ -482,6 +482,42 @@ mod kafka {
         assert_eq!(again, ["7", "8"], "the rerun goes on from what was printed");
     }
 
+    /// `topic alter --partitions N` raises a topic's partition count; a lower one is refused.
+    #[test]
+    fn topic_alter_adds_partitions() {
+        let broker = Broker::shared(Kind::Kafka, "cli");
+        let b = broker.addr.as_str();
+        ok(&cli(
+            b,
+            &["topic", "create", "cli-grow", "--partitions", "1"],
+            "",
+        ));
+        ok(&cli(
+            b,
+            &["topic", "alter", "cli-grow", "--partitions", "3"],
+            "",
+        ));
+        // The broker shows the new partitions a moment after the controller answered.
+        let mut parts = 0;
+        for _ in 0..50 {
+            let v: serde_json::Value =
+                serde_json::from_str(&ok(&cli(b, &["metadata", "-t", "cli-grow", "--json"], "")))
+                    .unwrap();
+            parts = v["topics"][0]["partitions"]
+                .as_array()
+                .map_or(0, |p| p.len());
+            if parts == 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        assert_eq!(parts, 3);
+        fails_with(
+            &cli(b, &["topic", "alter", "cli-grow", "--partitions", "2"], ""),
+            "INVALID_PARTITIONS",
+        );
+    }
+
     /// `produce` names a refused record by its 1-based input line.
     #[test]
     fn produce_names_a_refused_line_by_its_number() {

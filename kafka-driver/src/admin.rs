@@ -178,6 +178,21 @@ impl<R: Runtime> Admin<R> {
         first(self.create_topics(vec![topic]).await)
     }
 
+    /// Raises topics' partition counts to these totals; each topic gets its own result
+    /// (INVALID_PARTITIONS for a count not above the current one).
+    pub async fn create_partitions(&self, topics: &[(&str, i32)]) -> TopicResults {
+        let topics: Vec<(String, i32)> =
+            topics.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect();
+        let names: Vec<String> = topics.iter().map(|t| t.0.clone()).collect();
+        match self
+            .call(move |a, now| a.create_partitions(topics, now))
+            .await
+        {
+            Some(AdminResult::Topics(r)) => r,
+            _ => names.into_iter().map(|n| (n, Err(stopped()))).collect(),
+        }
+    }
+
     /// Deletes topics by name; each gets its own result.
     pub async fn delete_topics(&self, names: &[&str]) -> TopicResults {
         let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();

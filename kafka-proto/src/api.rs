@@ -285,6 +285,7 @@ kafka_apis! {
     EndTxn = 26, end_txn_request::EndTxnRequest, end_txn_response::EndTxnResponse, 0..=5, flexible Some(3);
     TxnOffsetCommit = 28, txn_offset_commit_request::TxnOffsetCommitRequest, txn_offset_commit_response::TxnOffsetCommitResponse, 0..=5, flexible Some(3);
     SaslAuthenticate = 36, sasl_authenticate_request::SaslAuthenticateRequest, sasl_authenticate_response::SaslAuthenticateResponse, 0..=2, flexible Some(2);
+    CreatePartitions = 37, create_partitions_request::CreatePartitionsRequest, create_partitions_response::CreatePartitionsResponse, 0..=3, flexible Some(2);
     DeleteGroups = 42, delete_groups_request::DeleteGroupsRequest, delete_groups_response::DeleteGroupsResponse, 0..=2, flexible Some(2);
     ConsumerGroupHeartbeat = 68, consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest, consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse, 0..=1, flexible Some(0);
 }
@@ -406,6 +407,7 @@ throttled!(
     AddOffsetsToTxn,
     EndTxn,
     TxnOffsetCommit,
+    CreatePartitions,
     DeleteGroups,
     ConsumerGroupHeartbeat,
 );

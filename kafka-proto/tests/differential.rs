@@ -125,6 +125,7 @@ differential! {
     EndTxn: end_txn_request::EndTxnRequest => kp::EndTxnRequest, end_txn_response::EndTxnResponse => kp::EndTxnResponse;
     TxnOffsetCommit: txn_offset_commit_request::TxnOffsetCommitRequest => kp::TxnOffsetCommitRequest, txn_offset_commit_response::TxnOffsetCommitResponse => kp::TxnOffsetCommitResponse;
     SaslAuthenticate: sasl_authenticate_request::SaslAuthenticateRequest => kp::SaslAuthenticateRequest, sasl_authenticate_response::SaslAuthenticateResponse => kp::SaslAuthenticateResponse;
+    CreatePartitions: create_partitions_request::CreatePartitionsRequest => kp::CreatePartitionsRequest, create_partitions_response::CreatePartitionsResponse => kp::CreatePartitionsResponse;
     DeleteGroups: delete_groups_request::DeleteGroupsRequest => kp::DeleteGroupsRequest, delete_groups_response::DeleteGroupsResponse => kp::DeleteGroupsResponse;
     ConsumerGroupHeartbeat: consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest => kp::ConsumerGroupHeartbeatRequest, consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse => kp::ConsumerGroupHeartbeatResponse;
 }

@@ -1,8 +1,10 @@
-//! The sans-IO admin client: cluster metadata, creating and deleting topics, and the group and
+//! The sans-IO admin client: cluster metadata, creating and deleting topics, adding partitions,
+//! and the group and
 //! offset operations of [`groups`].
 //!
 //! - Metadata goes to the least-loaded node; CreateTopics and DeleteTopics go to the
-//!   controller that metadata names (NOT_CONTROLLER refreshes it and retries); group
+//!   controller that metadata names, as does CreatePartitions (NOT_CONTROLLER refreshes it and
+//!   retries); group
 //!   operations to the group's coordinator; ListGroups to every broker; ListOffsets to each
 //!   partition's leader.
 //! - Each operation is bounded by `default.api.timeout.ms`, retries included; each request by
@@ -12,6 +14,9 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::create_partitions_request::{
+    CreatePartitionsRequest, CreatePartitionsTopic,
+};
 use kafka_proto::messages::create_topics_request::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
 };
@@ -254,6 +259,8 @@ enum Kind {
     Metadata(Option<Vec<String>>),
     Create(Vec<NewTopic>, i32),
     Delete(Vec<String>, i32),
+    /// Topics and their new partition counts.
+    Partitions(Vec<(String, i32)>, i32),
     ListGroups(ListGroupsOp),
     Group(GroupOp),
     ListOffsets(ListOffsetsOp),
@@ -322,6 +329,12 @@ impl Admin {
     pub fn delete_topics(&mut self, topics: Vec<String>, now: Instant) -> OpId {
         let timeout = self.broker_timeout();
         self.start(Kind::Delete(topics, timeout), now)
+    }
+
+    /// Raises topics' partition counts to these totals (CreatePartitions, at the controller).
+    pub fn create_partitions(&mut self, topics: Vec<(String, i32)>, now: Instant) -> OpId {
+        let timeout = self.broker_timeout();
+        self.start(Kind::Partitions(topics, timeout), now)
     }
 
     /// Lists the groups every broker coordinates.
@@ -520,6 +533,27 @@ impl Admin {
                 self.net.send(conn, &req, Tag::Op(id), true, now)
             }
             Kind::ListGroups(_) | Kind::Group(_) | Kind::ListOffsets(_) => return,
+            Kind::Partitions(topics, timeout_ms) => {
+                let Some(conn) = self.controller_conn(now) else {
+                    return;
+                };
+                let req = CreatePartitionsRequest {
+                    topics: topics
+                        .iter()
+                        .filter(|t| open(&t.0))
+                        .map(|(name, count)| CreatePartitionsTopic {
+                            name: name.clone(),
+                            count: *count,
+                            assignments: None,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    timeout_ms,
+                    validate_only: false,
+                    ..Default::default()
+                };
+                self.net.send(conn, &req, Tag::Op(id), true, now)
+            }
             Kind::Delete(names, timeout_ms) => {
                 let Some(conn) = self.controller_conn(now) else {
                     return;
@@ -625,6 +659,13 @@ impl Admin {
                         self.topic_results(id, results.collect(), now);
                     }
                     body if matches!(o.kind, Kind::Group(_)) => self.on_group_answer(id, body, now),
+                    ResponseBody::CreatePartitions(resp) => {
+                        let results = resp
+                            .results
+                            .into_iter()
+                            .map(|t| (t.name, t.error_code, t.error_message));
+                        self.topic_results(id, results.collect(), now);
+                    }
                     ResponseBody::DeleteTopics(resp) => {
                         let results = resp
                             .responses
@@ -691,6 +732,7 @@ impl Admin {
         let all = match &o.kind {
             Kind::Create(t, _) => t.iter().all(|t| o.done.contains_key(&t.name)),
             Kind::Delete(t, _) => t.iter().all(|t| o.done.contains_key(t)),
+            Kind::Partitions(t, _) => t.iter().all(|t| o.done.contains_key(&t.0)),
             _ => true,
         };
         if all {
@@ -729,6 +771,9 @@ impl Admin {
                 AdminResult::Topics(per_topic(topics.into_iter().map(|t| t.name).collect()))
             }
             Kind::Delete(names, _) => AdminResult::Topics(per_topic(names)),
+            Kind::Partitions(topics, _) => {
+                AdminResult::Topics(per_topic(topics.into_iter().map(|t| t.0).collect()))
+            }
             Kind::ListGroups(_) => AdminResult::Groups(Err(error)),
             Kind::Group(g) => match g.action {
                 GroupAction::Describe => AdminResult::GroupDescription(Err(error)),

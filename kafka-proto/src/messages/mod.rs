@@ -10,6 +10,8 @@ pub mod consumer_group_heartbeat_request;
 pub mod consumer_group_heartbeat_response;
 pub mod consumer_protocol_assignment;
 pub mod consumer_protocol_subscription;
+pub mod create_partitions_request;
+pub mod create_partitions_response;
 pub mod create_topics_request;
 pub mod create_topics_response;
 pub mod delete_groups_request;
