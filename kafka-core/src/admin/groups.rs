@@ -265,50 +265,18 @@ pub(super) fn group_answer(op: &GroupOp, body: ResponseBody) -> GroupAnswer {
             }
         }
         ResponseBody::OffsetFetch(r) => {
-            // v8+ answers per group; older versions at the top level.
-            let (code, parts): (i16, Vec<(TopicPartition, i64, i16)>) = match r.groups.first() {
-                Some(g) => (
-                    g.error_code,
-                    g.topics
-                        .iter()
-                        .flat_map(|t| {
-                            t.partitions.iter().map(|p| {
-                                (
-                                    (t.name.clone(), p.partition_index),
-                                    p.committed_offset,
-                                    p.error_code,
-                                )
-                            })
-                        })
-                        .collect(),
-                ),
-                None => (
-                    r.error_code,
-                    r.topics
-                        .iter()
-                        .flat_map(|t| {
-                            t.partitions.iter().map(|p| {
-                                (
-                                    (t.name.clone(), p.partition_index),
-                                    p.committed_offset,
-                                    p.error_code,
-                                )
-                            })
-                        })
-                        .collect(),
-                ),
-            };
+            let (code, parts) = crate::group::offsets::offset_fetch_answers(&r);
             if let Some(code) = ErrorCode::from_code(code) {
                 return retry_or_fail(code, None, |e| AdminResult::GroupOffsets(Err(e)));
             }
             // UNSTABLE_OFFSET_COMMIT: a transaction's offsets are pending; ask again.
-            if let Some(code) = parts.iter().find_map(|p| ErrorCode::from_code(p.2)) {
+            if let Some(code) = parts.iter().find_map(|p| ErrorCode::from_code(p.error)) {
                 return retry_or_fail(code, None, |e| AdminResult::GroupOffsets(Err(e)));
             }
             let offsets = parts
                 .into_iter()
-                .filter(|p| p.1 >= 0)
-                .map(|p| (p.0, p.1))
+                .filter(|p| p.offset >= 0)
+                .map(|p| (p.tp, p.offset))
                 .collect();
             GroupAnswer::Done(AdminResult::GroupOffsets(Ok(offsets)))
         }

@@ -570,27 +570,7 @@ impl Offsets {
                 let Some(fetching) = self.fetching.take() else {
                     return;
                 };
-                // v8+ nests the answer in a group; older versions are flat. The two shapes
-                // have the same fields under different types.
-                macro_rules! answers {
-                    ($topics:expr) => {
-                        $topics
-                            .iter()
-                            .flat_map(|t| {
-                                t.partitions.iter().map(|p| Answer {
-                                    tp: (t.name.clone(), p.partition_index),
-                                    offset: p.committed_offset,
-                                    epoch: p.committed_leader_epoch,
-                                    error: p.error_code,
-                                })
-                            })
-                            .collect()
-                    };
-                }
-                let (group_error, parts): (i16, Vec<Answer>) = match r.groups.first() {
-                    Some(g) => (g.error_code, answers!(g.topics)),
-                    None => (r.error_code, answers!(r.topics)),
-                };
+                let (group_error, parts) = offset_fetch_answers(&r);
                 if let Some(e) = ErrorCode::from_code(group_error) {
                     // COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, UNSTABLE_OFFSET_COMMIT...:
                     // ask again after the backoff.
@@ -706,11 +686,37 @@ impl Offsets {
 }
 
 /// One partition of an OffsetFetch answer, whichever shape it came in.
-struct Answer {
-    tp: TopicPartition,
-    offset: i64,
-    epoch: i32,
-    error: i16,
+pub(crate) struct Answer {
+    pub(crate) tp: TopicPartition,
+    pub(crate) offset: i64,
+    pub(crate) epoch: i32,
+    pub(crate) error: i16,
+}
+
+/// An OffsetFetch answer's group error and partitions: v8+ nests them in a group, older
+/// versions answer flat (the two shapes have the same fields under different types).
+pub(crate) fn offset_fetch_answers(
+    r: &kafka_proto::messages::offset_fetch_response::OffsetFetchResponse,
+) -> (i16, Vec<Answer>) {
+    macro_rules! answers {
+        ($topics:expr) => {
+            $topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(|p| Answer {
+                        tp: (t.name.clone(), p.partition_index),
+                        offset: p.committed_offset,
+                        epoch: p.committed_leader_epoch,
+                        error: p.error_code,
+                    })
+                })
+                .collect()
+        };
+    }
+    match r.groups.first() {
+        Some(g) => (g.error_code, answers!(g.topics)),
+        None => (r.error_code, answers!(r.topics)),
+    }
 }
 
 fn is_retriable_commit(e: ErrorCode) -> bool {
