@@ -589,8 +589,12 @@ mod kafka {
         assert_eq!(ok(&cli(b, &read, "")).lines().count(), 10);
         let list = ok(&cli(b, &["group", "list"], ""));
         assert!(list.lines().any(|l| l.starts_with("cli-tools ")), "{list}");
-        let json = ok(&cli(b, &["group", "describe", "cli-tools", "--json"], ""));
-        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let describe = || -> serde_json::Value {
+            let json = ok(&cli(b, &["group", "describe", "cli-tools", "--json"], ""));
+            serde_json::from_str(&json).unwrap()
+        };
+        let v = describe();
+        let json = v.to_string();
         assert_eq!(v["group"], "cli-tools");
         let parts = v["partitions"].as_array().unwrap();
         assert_eq!(parts.len(), 2, "{json}");
@@ -617,24 +621,14 @@ mod kafka {
         ];
         let dry = cli(b, &[&reset[..], &["--dry-run"]].concat(), "");
         assert!(ok(&dry).contains("NEW-OFFSET"));
-        let v: serde_json::Value = serde_json::from_str(&ok(&cli(
-            b,
-            &["group", "describe", "cli-tools", "--json"],
-            "",
-        )))
-        .unwrap();
+        let v = describe();
         assert!(v["partitions"]
             .as_array()
             .unwrap()
             .iter()
             .all(|p| p["lag"] == 0));
         ok(&cli(b, &reset, ""));
-        let v: serde_json::Value = serde_json::from_str(&ok(&cli(
-            b,
-            &["group", "describe", "cli-tools", "--json"],
-            "",
-        )))
-        .unwrap();
+        let v = describe();
         assert!(
             v["partitions"]
                 .as_array()
