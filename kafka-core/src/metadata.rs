@@ -9,7 +9,7 @@
 //! - A topic whose id changes was deleted and recreated, and is reported as such.
 //! - Topics unused for `metadata.max.idle.ms` are dropped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kafka_proto::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
@@ -87,6 +87,17 @@ pub struct Metadata {
     /// Counts removals from `wanted`: a caller remembering that it marked a topic used knows
     /// the mark still stands while this is unchanged.
     removals: u64,
+    /// Topic names by id, of every topic any answer named: a KIP-848 assignment names topics
+    /// by id only.
+    names: BTreeMap<Uuid, String>,
+    /// The next refresh lists every topic (to learn the names of ids not known yet).
+    all_topics: bool,
+    /// Every refresh lists every topic (a pattern subscription matches against the list).
+    list_all: bool,
+    /// The refresh in flight lists every topic.
+    listing: bool,
+    /// The names of the non-internal topics the last listing of every topic gave.
+    listed: BTreeSet<String>,
 }
 
 impl Metadata {
@@ -109,7 +120,40 @@ impl Metadata {
             retry_at: None,
             in_flight: false,
             removals: 0,
+            names: BTreeMap::new(),
+            all_topics: false,
+            list_all: false,
+            listing: false,
+            listed: BTreeSet::new(),
         }
+    }
+
+    /// Whether every refresh lists every topic (for a pattern subscription, as Java does);
+    /// turning it on asks for a refresh at once.
+    pub fn set_list_all(&mut self, on: bool) {
+        if on && !self.list_all {
+            self.new_topic = true;
+            self.update_requested = true;
+        }
+        self.list_all = on;
+    }
+
+    /// The non-internal topics the last listing of every topic named.
+    pub fn listed(&self) -> &BTreeSet<String> {
+        &self.listed
+    }
+
+    /// The name of the topic with this id, if an answer named it.
+    pub fn topic_name(&self, id: Uuid) -> Option<&str> {
+        self.names.get(&id).map(String::as_str)
+    }
+
+    /// Asks for a refresh that lists every topic (after `retry.backoff.ms` since the last
+    /// one, as any requested update): a group assigned topics by id that
+    /// no answer has named yet (a topic created since, or one a pattern matched).
+    pub fn request_all_topics(&mut self) {
+        self.all_topics = true;
+        self.update_requested = true;
     }
 
     /// When the last successful refresh completed (`None`: never).
@@ -144,7 +188,7 @@ impl Metadata {
 
     /// When a refresh is next due, or `None` if nothing is wanted.
     pub fn next_refresh(&self) -> Option<Instant> {
-        if self.in_flight || self.wanted.is_empty() {
+        if self.in_flight || (self.wanted.is_empty() && !self.all_topics && !self.list_all) {
             return None;
         }
         let due = match self.refreshed_at {
@@ -169,16 +213,18 @@ impl Metadata {
         self.in_flight = true;
         self.update_requested = false;
         self.new_topic = false;
+        let all = std::mem::take(&mut self.all_topics) || self.list_all;
+        self.listing = all;
         Some(MetadataRequest {
-            topics: Some(
+            topics: (!all).then(|| {
                 self.wanted
                     .keys()
                     .map(|t| MetadataRequestTopic {
                         name: Some(t.clone()),
                         ..Default::default()
                     })
-                    .collect(),
-            ),
+                    .collect()
+            }),
             allow_auto_topic_creation: true,
             ..Default::default()
         })
@@ -201,6 +247,7 @@ impl Metadata {
     /// The refresh failed (no response); back off before the next.
     pub fn handle_failure(&mut self, now: Instant) {
         self.in_flight = false;
+        self.listing = false;
         self.update_requested = true;
         self.retry_at = Some(now + self.backoff.delay(self.failures, &mut self.rng));
         self.failures = self.failures.saturating_add(1);
@@ -217,8 +264,19 @@ impl Metadata {
             self.brokers = broker_addresses(resp).collect();
         }
         self.cluster_id.clone_from(&resp.cluster_id);
+        if std::mem::take(&mut self.listing) {
+            self.listed = resp
+                .topics
+                .iter()
+                .filter(|t| t.error_code == 0 && !t.is_internal)
+                .filter_map(|t| t.name.clone())
+                .collect();
+        }
         for t in &resp.topics {
             let Some(name) = t.name.clone() else { continue };
+            if !t.topic_id.is_nil() && t.error_code == 0 {
+                self.names.insert(t.topic_id, name.clone());
+            }
             if !self.wanted.contains_key(&name) {
                 continue;
             }

@@ -320,3 +320,97 @@ pub async fn write_three_transactions(bootstrap: &str, topic: &str, id: &str) {
     }
     p.close(std::time::Duration::from_secs(10)).await;
 }
+
+/// A Java member of a consumer group (`KafkaPeer member`), driven over stdin and stdout: its
+/// lines (`assigned p,p`, `revoked p,p`, `lost p,p`, `record p offset hexvalue`, `closed`)
+/// gather as it runs.
+pub struct JavaMember {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    /// Every line it printed so far.
+    pub lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl JavaMember {
+    /// Starts a member of `group` subscribed to `topic`, with extra consumer settings
+    /// (`key=value`).
+    pub fn start(bootstrap: &str, group: &str, topic: &str, settings: &[&str]) -> JavaMember {
+        use std::io::BufRead;
+        let mut child = Command::new("java")
+            .arg("-cp")
+            .arg(peer_classpath())
+            .args(["KafkaPeer", "member", bootstrap, group, topic])
+            .args(settings)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run java (scripts/test installs a JDK)");
+        let stdin = child.stdin.take().expect("piped");
+        let out = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for l in out.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(l);
+            }
+        });
+        JavaMember {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Leaves the group (closes the consumer) and waits for the process; its lines.
+    pub fn stop(mut self) -> Vec<String> {
+        let _ = writeln!(self.stdin, "stop");
+        let _ = self.child.wait();
+        let lines = self.lines.lock().unwrap().clone();
+        lines
+    }
+
+    /// Kills the process (SIGKILL: no leave, no commit): a crash. Its lines.
+    pub fn crash(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let lines = self.lines.lock().unwrap().clone();
+        lines
+    }
+
+    /// How many records it printed so far.
+    pub fn records(&self) -> usize {
+        let lines = self.lines.lock().unwrap();
+        lines.iter().filter(|l| l.starts_with("record")).count()
+    }
+
+    /// The partitions it owns after its events so far.
+    pub fn owned(&self) -> std::collections::BTreeSet<i32> {
+        owned_by(&self.lines.lock().unwrap())
+    }
+}
+
+/// The partitions a Java member owns after these lines of its.
+pub fn owned_by(lines: &[String]) -> std::collections::BTreeSet<i32> {
+    let mut owned = std::collections::BTreeSet::new();
+    for l in lines {
+        let mut f = l.split('\t');
+        let what = f.next().unwrap_or("");
+        let parts: Vec<i32> = f
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        match what {
+            "assigned" => owned.extend(parts),
+            "revoked" | "lost" => {
+                for p in parts {
+                    owned.remove(&p);
+                }
+            }
+            _ => {}
+        }
+    }
+    owned
+}

@@ -5,13 +5,11 @@
 //! our members share a consumer group.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use kafka_tokio::{Consumer, ConsumerEvent, Producer, Record, StartFrom};
-use tests::kafka::{peer, peer_classpath, Cluster};
+use tests::kafka::{owned_by, peer, Cluster, JavaMember};
 use tests::tokio_block_on as block_on;
 
 fn cluster() -> &'static Cluster {
@@ -274,61 +272,23 @@ fn keyed_records_land_where_javas_partitioner_puts_them() {
     assert_eq!(placed, java, "our producer writes where Java would");
 }
 
-/// A Java member of a group, driven over stdin and stdout.
-struct JavaMember {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl JavaMember {
-    fn start(bootstrap: &str, group: &str, topic: &str, assignor: &str) -> JavaMember {
-        let mut child = Command::new("java")
-            .arg("-cp")
-            .arg(peer_classpath())
-            .args(["KafkaPeer", "member", bootstrap, group, topic])
-            .arg(format!("partition.assignment.strategy={assignor}"))
-            .args(["session.timeout.ms=6000", "heartbeat.interval.ms=500"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("run java");
-        let stdin = child.stdin.take().unwrap();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for l in out.lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(l);
-            }
-        });
-        JavaMember {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    /// Leaves the group (closes the consumer) and waits for the process.
-    fn stop(mut self) -> Vec<String> {
-        let _ = writeln!(self.stdin, "stop");
-        let _ = self.child.wait();
-        let lines = self.lines.lock().unwrap().clone();
-        lines
-    }
-
-    fn records(&self) -> usize {
-        let lines = self.lines.lock().unwrap();
-        lines.iter().filter(|l| l.starts_with("record")).count()
-    }
-}
-
-fn java_assignor(name: &str) -> &'static str {
-    match name {
+/// A classic Java member with this assignor (ours' names).
+fn java_member(bootstrap: &str, group: &str, topic: &str, assignor: &str) -> JavaMember {
+    let class = match assignor {
         "range" => "org.apache.kafka.clients.consumer.RangeAssignor",
         _ => "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
-    }
+    };
+    let strategy = format!("partition.assignment.strategy={class}");
+    JavaMember::start(
+        bootstrap,
+        group,
+        topic,
+        &[
+            &strategy,
+            "session.timeout.ms=6000",
+            "heartbeat.interval.ms=500",
+        ],
+    )
 }
 
 /// Java members and ours in one classic group, range then cooperative-sticky: through a
@@ -358,7 +318,7 @@ fn java_and_our_members_share_a_group() {
             })
         };
         produce(0, 3000);
-        let java1 = JavaMember::start(&c.bootstrap, &group, &topic, java_assignor(assignor));
+        let java1 = java_member(&c.bootstrap, &group, &topic, assignor);
         // Ours, on a thread of its own: commits what it read before each revocation.
         let ours_seen = Arc::new(Mutex::new(Vec::<String>::new()));
         let stop_ours = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -413,7 +373,7 @@ fn java_and_our_members_share_a_group() {
             assert!(Instant::now() < deadline, "{assignor}: consuming started");
             std::thread::sleep(Duration::from_millis(50));
         }
-        let java2 = JavaMember::start(&c.bootstrap, &group, &topic, java_assignor(assignor));
+        let java2 = java_member(&c.bootstrap, &group, &topic, assignor);
         produce(3000, 4500);
         std::thread::sleep(Duration::from_secs(3));
         let lines1 = java1.stop();
@@ -453,7 +413,7 @@ fn java_and_our_members_share_a_group() {
         assert_eq!(distinct.len(), 6000, "{assignor}: every record consumed");
         assert_eq!(all.len(), 6000, "{assignor}: none twice");
         // Before the end, java2 and ours held every partition between them, once.
-        let java2_owned = owned(&lines2);
+        let java2_owned = owned_by(&lines2);
         let ours_owned: BTreeSet<i32> = our_last.iter().map(|(_, p)| *p).collect();
         assert!(
             java2_owned.is_disjoint(&ours_owned),
@@ -465,34 +425,6 @@ fn java_and_our_members_share_a_group() {
             "{java2_owned:?} {ours_owned:?}"
         );
     }
-}
-
-/// The partitions a Java member owns after its events so far.
-fn owned(lines: &[String]) -> BTreeSet<i32> {
-    let mut owned = BTreeSet::new();
-    for l in lines {
-        let mut f = l.split('\t');
-        let what = f.next().unwrap();
-        let parts = || -> Vec<i32> {
-            l.split('\t')
-                .nth(1)
-                .unwrap_or("")
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(|s| s.parse().unwrap())
-                .collect()
-        };
-        match what {
-            "assigned" => owned.extend(parts()),
-            "revoked" | "lost" => {
-                for p in parts() {
-                    owned.remove(&p);
-                }
-            }
-            _ => {}
-        }
-    }
-    owned
 }
 
 /// Our transactions, read by Java's read_committed consumer: the records of an aborted

@@ -65,6 +65,31 @@ impl IsolationLevel {
     }
 }
 
+/// `group.protocol`: how a consumer takes part in its group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GroupProtocol {
+    /// The classic protocol: JoinGroup and SyncGroup, the leader member assigns.
+    Classic,
+    /// The consumer protocol of KIP-848 (Kafka 4.0+): ConsumerGroupHeartbeat, the broker
+    /// assigns, and rebalances move only the partitions that change owner.
+    Consumer,
+}
+
+impl GroupProtocol {
+    fn parse(key: &'static str, v: &str) -> Result<Self, ConfigError> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "classic" => Ok(GroupProtocol::Classic),
+            "consumer" => Ok(GroupProtocol::Consumer),
+            _ => Err(ConfigError::InvalidValue {
+                key,
+                value: v.to_owned(),
+                rule: "expected classic or consumer".into(),
+            }),
+        }
+    }
+}
+
 const I32_MAX: i64 = i32::MAX as i64;
 
 /// `partition.assignment.strategy`: assignor names (or Java class names), most preferred first.
@@ -163,6 +188,11 @@ config_table! {
         max_poll_records: i32 = "max.poll.records", "500", parse::int(1, I32_MAX);
         /// `partition.assignment.strategy`.
         assignors: Vec<Assignor> = "partition.assignment.strategy", "range,cooperative-sticky", assignors;
+        /// `group.protocol`: `classic` (the default, as in Java 4.x) or `consumer` (KIP-848).
+        group_protocol: GroupProtocol = "group.protocol", "classic", GroupProtocol::parse;
+        /// `group.remote.assignor`: under the consumer protocol, the broker-side assignor to
+        /// ask for (`uniform` or `range` on Apache Kafka); unset, the broker's default.
+        group_remote_assignor: Option<String> = "group.remote.assignor", "", parse::optional;
         /// `enable.auto.commit`.
         enable_auto_commit: bool = "enable.auto.commit", "true", parse::boolean;
         /// `auto.commit.interval.ms`.
@@ -186,6 +216,33 @@ impl ConsumerConfig {
         map: impl IntoIterator<Item = (K, V)>,
     ) -> Result<Self, ConfigError> {
         let c = Self::parse_map(map)?;
+        if c.group_protocol == GroupProtocol::Consumer {
+            // As Java: under the consumer protocol the broker owns these (KIP-848's
+            // group.consumer.* broker settings); a value set here would be silently ignored.
+            for key in [
+                "session.timeout.ms",
+                "heartbeat.interval.ms",
+                "partition.assignment.strategy",
+            ] {
+                if c.is_explicit(key) {
+                    return Err(ConfigError::Conflict {
+                        key: "group.protocol",
+                        other: key,
+                        reason: "the consumer protocol (KIP-848) leaves the session, heartbeats \
+                                 and assignment to the broker: drop this setting (the broker's \
+                                 group.consumer.* settings decide), or set \
+                                 group.protocol=classic"
+                            .into(),
+                    });
+                }
+            }
+        } else if c.group_remote_assignor.is_some() {
+            return Err(ConfigError::Conflict {
+                key: "group.remote.assignor",
+                other: "group.protocol",
+                reason: "a remote assignor is chosen only under group.protocol=consumer".into(),
+            });
+        }
         if c.group_id.is_some() && c.heartbeat_interval >= c.session_timeout {
             return Err(ConfigError::Conflict {
                 key: "heartbeat.interval.ms",
@@ -259,6 +316,36 @@ mod tests {
             e.to_string().contains("#consumerconfigs"),
             "the consumer's docs, not the producer's: {e}"
         );
+    }
+
+    #[test]
+    fn group_protocol() {
+        let c = ConsumerConfig::from_map([("bootstrap.servers", "a:1")]).unwrap();
+        assert_eq!(c.group_protocol, GroupProtocol::Classic);
+        let c = ConsumerConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("group.protocol", "CONSUMER"),
+            ("group.remote.assignor", "uniform"),
+        ])
+        .unwrap();
+        assert_eq!(c.group_protocol, GroupProtocol::Consumer);
+        assert_eq!(c.group_remote_assignor.as_deref(), Some("uniform"));
+        let e = ConsumerConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("group.protocol", "consumer"),
+            ("session.timeout.ms", "10000"),
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("session.timeout.ms"), "{e}");
+        let e = ConsumerConfig::from_map([
+            ("bootstrap.servers", "a:1"),
+            ("group.remote.assignor", "uniform"),
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("group.protocol=consumer"), "{e}");
+        let e = ConsumerConfig::from_map([("bootstrap.servers", "a:1"), ("group.protocol", "new")])
+            .unwrap_err();
+        assert!(e.to_string().contains("classic or consumer"), "{e}");
     }
 
     /// One settings map serves every client: a producer key, or a Java consumer key this

@@ -15,7 +15,7 @@ use thiserror::Error;
 
 pub use admin::AdminConfig;
 pub use assignors::{Assignor, RebalanceProtocol};
-pub use consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
+pub use consumer::{ConsumerConfig, GroupProtocol, IsolationLevel, OffsetReset};
 pub use parse::HostPort;
 pub use producer::{Acks, MetadataRecoveryStrategy, ProducerConfig, ProducerConfigBuilder};
 pub use security::{

@@ -9,7 +9,8 @@ use kafka_proto::api::ResponseBody;
 
 use super::{FetchEvent, Fetcher, StartFrom, Tag};
 use crate::config::{ConsumerConfig, OffsetReset};
-use crate::group::membership::{GroupEvent, GroupRequest, Membership};
+use crate::group::member::Member;
+use crate::group::membership::{GroupEvent, GroupRequest};
 use crate::group::offsets::{CommitId, LookupId, OffsetEvent, OffsetRequest, Offsets};
 use crate::net::{ConnId, Purpose, SendError};
 use crate::producer::GroupMetadata;
@@ -34,12 +35,27 @@ pub enum SubscribeError {
     /// `subscribe` on a consumer that assigned partitions itself.
     #[error("subscribe is refused: this consumer assigned partitions itself; join the group with a consumer that does not assign")]
     Assigned,
+    /// `subscribe_pattern` with a pattern that is not a regular expression.
+    #[error("the subscription pattern is not a valid regular expression: {0}")]
+    InvalidPattern(String),
+}
+
+/// Checks a subscription pattern, as [`Fetcher::subscribe_pattern`] would.
+pub fn check_pattern(pattern: &str) -> Result<(), SubscribeError> {
+    whole_name_pattern(pattern).map(drop)
+}
+
+/// The pattern, matching whole topic names only (as Java's `Pattern.matches` and the
+/// broker's RE2/J `matches`).
+fn whole_name_pattern(pattern: &str) -> Result<regex::Regex, SubscribeError> {
+    regex::Regex::new(&format!("^(?:{pattern})$"))
+        .map_err(|e| SubscribeError::InvalidPattern(e.to_string()))
 }
 
 /// The group side of a fetcher.
 #[derive(Debug)]
 pub(super) struct Group {
-    pub(super) membership: Membership,
+    pub(super) membership: Member,
     offsets: Offsets,
     auto_commit: bool,
     /// The automatic commit made before acknowledging a revocation.
@@ -55,11 +71,14 @@ pub(super) struct Group {
     assigning_since: Option<Instant>,
     /// As the leader: the generation and partition counts its assignment was made with.
     snapshot: Option<(i32, BTreeMap<String, i32>)>,
+    /// A pattern subscription under the classic protocol, matched against the listing of
+    /// every topic (whole names, as Java's `Pattern.matches`).
+    pattern: Option<regex::Regex>,
 }
 
 impl Group {
     pub(super) fn new(cfg: &ConsumerConfig) -> Option<Group> {
-        let membership = Membership::new(cfg)?;
+        let membership = Member::new(cfg)?;
         let group_id = cfg.group_id.as_deref().expect("a membership has a group");
         Some(Group {
             membership,
@@ -76,6 +95,7 @@ impl Group {
             leave_commit: None,
             assigning_since: None,
             snapshot: None,
+            pattern: None,
         })
     }
 }
@@ -104,9 +124,58 @@ impl Fetcher {
         for t in &topics {
             self.metadata.use_topic(t, now);
         }
+        if g.pattern.take().is_some() {
+            self.metadata.set_list_all(false);
+        }
         g.membership.subscribe(topics, now);
         self.drive(now);
         Ok(())
+    }
+
+    /// Joins the group (`group.id`) subscribed to every topic whose whole name matches the
+    /// regular expression `pattern`, now and as topics come and go. Under the consumer protocol
+    /// the broker evaluates it (RE2/J syntax); under the classic one it is matched against the
+    /// listing of every topic, refreshed every `metadata.max.age.ms`, as Java does. Internal
+    /// topics never match.
+    pub fn subscribe_pattern(&mut self, pattern: &str, now: Instant) -> Result<(), SubscribeError> {
+        let Some(g) = self.group.as_mut() else {
+            return Err(SubscribeError::NoGroupId);
+        };
+        if !g.membership.is_subscribed() && !self.parts.is_empty() {
+            return Err(SubscribeError::Assigned);
+        }
+        let re = whole_name_pattern(pattern)?;
+        if g.membership.subscribe_pattern(pattern, now) {
+            g.pattern = None;
+        } else {
+            g.pattern = Some(re);
+            self.metadata.set_list_all(true);
+            self.match_pattern(now);
+        }
+        self.drive(now);
+        Ok(())
+    }
+
+    /// A classic pattern subscription: the topics the latest listing matches become the
+    /// subscription (a change rejoins). Until some topic matches, the member waits outside
+    /// the group.
+    pub(super) fn match_pattern(&mut self, now: Instant) {
+        let Some(g) = &mut self.group else { return };
+        let Some(re) = &g.pattern else { return };
+        let matched: Vec<String> = self
+            .metadata
+            .listed()
+            .iter()
+            .filter(|t| re.is_match(t))
+            .cloned()
+            .collect();
+        if matched.is_empty() {
+            return;
+        }
+        for t in &matched {
+            self.metadata.use_topic(t, now);
+        }
+        g.membership.subscribe(matched, now);
     }
 
     /// The application asked for records, or is waiting for them: it is alive
@@ -320,6 +389,9 @@ impl Fetcher {
         g.offsets.handle_timeout(now, self.net.last_problem());
         for _ in 0..3 {
             self.leader_assignment(now);
+            if let Some(g) = &mut self.group {
+                g.membership.reconcile(&mut self.metadata, now);
+            }
             self.group_requests(now);
             if !self.group_events(now) {
                 break;
@@ -363,9 +435,16 @@ impl Fetcher {
         if let Some(conn) = conn {
             let g = self.group.as_mut().expect("checked");
             if let Some((_, req)) = g.membership.poll_request(now) {
-                if self.send_group(conn, &req, now).is_err() {
-                    let g = self.group.as_mut().expect("checked");
-                    g.membership.handle_failure(now);
+                match self.send_group(conn, &req, now) {
+                    Ok(_) => {}
+                    Err(SendError::Version(_)) => {
+                        let g = self.group.as_mut().expect("checked");
+                        g.membership.handle_unsupported(now);
+                    }
+                    Err(_) => {
+                        let g = self.group.as_mut().expect("checked");
+                        g.membership.handle_failure(now);
+                    }
                 }
             }
         }
@@ -416,6 +495,7 @@ impl Fetcher {
             GroupRequest::SyncGroup(r) => net.send(conn, r, Tag::Group, true, now),
             GroupRequest::Heartbeat(r) => net.send(conn, r, Tag::Group, true, now),
             GroupRequest::LeaveGroup(r) => net.send(conn, r, Tag::Group, true, now),
+            GroupRequest::ConsumerHeartbeat(r) => net.send(conn, r, Tag::Group, true, now),
         }
     }
 

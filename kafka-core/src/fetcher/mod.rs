@@ -56,7 +56,7 @@ use crate::rng::Rng;
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 
-pub use group::SubscribeError;
+pub use group::{check_pattern, SubscribeError};
 pub use records::FetchedRecords;
 
 mod group;
@@ -752,6 +752,7 @@ impl Fetcher {
             } => {
                 self.metadata.handle_response(&resp, now);
                 self.net.update_nodes(self.metadata.nodes(), now);
+                self.match_pattern(now);
                 self.check_assignment_snapshot();
             }
             NetEvent::Failed {

@@ -51,6 +51,10 @@ pub enum GroupRequest {
     Heartbeat(HeartbeatRequest),
     /// Leave.
     LeaveGroup(LeaveGroupRequest),
+    /// The consumer protocol's one request (KIP-848): join, stay, acknowledge, leave.
+    ConsumerHeartbeat(
+        kafka_proto::messages::consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest,
+    ),
 }
 
 /// What the application must hear about.

@@ -1,9 +1,11 @@
-//! Consumer groups (classic protocol), as sans-IO sub-machines that a consumer drives: the
-//! assignors and the ConsumerProtocol payloads they read and write, the membership (join, sync,
-//! heartbeat, leave), and committed offsets (fetch and commit). Wiring them into a consumer
-//! with the fetcher comes next.
+//! Consumer groups, as sans-IO sub-machines that a consumer drives: the classic protocol's
+//! assignors and the ConsumerProtocol payloads they read and write, the membership under
+//! either protocol (classic: join, sync, heartbeat, leave; KIP-848: ConsumerGroupHeartbeat),
+//! and committed offsets (fetch and commit).
 
 pub mod assignor;
+pub mod consumer_member;
+pub mod member;
 pub mod membership;
 pub mod offsets;
 pub mod payload;

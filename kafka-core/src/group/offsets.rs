@@ -561,7 +561,8 @@ impl Offsets {
                         e @ (ErrorCode::RebalanceInProgress
                         | ErrorCode::IllegalGeneration
                         | ErrorCode::UnknownMemberId
-                        | ErrorCode::FencedInstanceId),
+                        | ErrorCode::FencedInstanceId
+                        | ErrorCode::FencedMemberEpoch),
                     ) => self.finish(c, Err(CommitError::Rebalanced(e))),
                     Some(e) => self.finish(c, Err(CommitError::Broker(e))),
                 }
@@ -727,5 +728,8 @@ fn is_retriable_commit(e: ErrorCode) -> bool {
             | ErrorCode::NotCoordinator
             | ErrorCode::RequestTimedOut
             | ErrorCode::UnknownTopicOrPartition
+            // KIP-848: the member's epoch moved on since the request was made; it is made
+            // again with the new one.
+            | ErrorCode::StaleMemberEpoch
     )
 }

@@ -220,6 +220,7 @@ pub(crate) enum Command {
     Committed(Vec<(String, i32)>, oneshot::Sender<Committed>),
     Next(Progress, oneshot::Sender<Handed>),
     Subscribe(Vec<String>),
+    SubscribePattern(String),
     Commit(Progress, oneshot::Sender<Result<(), CommitError>>),
     /// Commits these (topic, partition, next offset), not what was consumed.
     CommitOffsets(
@@ -285,9 +286,20 @@ impl<R> std::fmt::Debug for Consumer<R> {
     }
 }
 
+/// A seed from the process's hash randomness (no dependency, no clock).
+fn entropy() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0x6b61_666b_u64) >> 1
+}
+
 impl<R: Runtime> Consumer<R> {
     /// Starts a consumer's driver.
-    pub fn new(config: ConsumerConfig) -> Self {
+    pub fn new(mut config: ConsumerConfig) -> Self {
+        if !config.is_explicit("random.seed") {
+            // The core's choices are reproducible from the seed; a real consumer needs its
+            // own (its member id under the consumer protocol comes from it).
+            config.random_seed = entropy();
+        }
         let tokens = config.security.token_provider.clone();
         let (tx, rx) = mpsc::unbounded();
         let max_poll_records = config.max_poll_records.max(1) as usize;
@@ -377,6 +389,25 @@ impl<R: Runtime> Consumer<R> {
         }
         self.mode = Some(Mode::Subscribed);
         self.send(Command::Subscribe(topics));
+        Ok(())
+    }
+
+    /// Joins the consumer group (`group.id` must be set) subscribed to every topic whose whole
+    /// name matches the regular expression `pattern`, including topics created later, as
+    /// Java's `subscribe(Pattern)`. Under `group.protocol=consumer` the broker evaluates it
+    /// (RE2/J syntax, Kafka 4.0+); under the classic protocol this consumer matches it against
+    /// the list of topics, refreshed every `metadata.max.age.ms`. Internal topics never match.
+    pub fn subscribe_pattern(&mut self, pattern: &str) -> Result<(), SubscribeError> {
+        if !self.has_group {
+            return Err(SubscribeError::NoGroupId);
+        }
+        if self.mode == Some(Mode::Assigned) {
+            return Err(SubscribeError::Assigned);
+        }
+        // Checked here, so that a bad pattern is the caller's error, not the driver's.
+        kafka_core::fetcher::check_pattern(pattern)?;
+        self.mode = Some(Mode::Subscribed);
+        self.send(Command::SubscribePattern(pattern.to_owned()));
         Ok(())
     }
 

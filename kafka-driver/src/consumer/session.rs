@@ -200,6 +200,10 @@ impl Session for ConsumerSession {
                 // Checked by the handle: it has a group and topics.
                 let _ = self.core.subscribe(topics, now);
             }
+            Command::SubscribePattern(pattern) => {
+                // Checked by the handle: it has a group and a valid pattern.
+                let _ = self.core.subscribe_pattern(&pattern, now);
+            }
             Command::Committed(tps, reply) => match self.core.lookup_committed(tps, now) {
                 Some(id) => {
                     self.lookups.insert(id, reply);
