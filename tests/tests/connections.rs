@@ -1,5 +1,6 @@
 //! The brief's connection economy, side by side with the Java client, on Apache Kafka: the
-//! TCP connections a producer (sending to one partition) and a group consumer open, counted
+//! TCP connections a producer (sending to one partition) and a group consumer (under each
+//! group protocol, classic and KIP-848's consumer protocol) open, none before it has work, counted
 //! with `ss` while they run, against one node and against three nodes all listed in
 //! `bootstrap.servers`. The Java client finds connections by node id alone, so its bootstrap
 //! connection is never reused and lingers; ours is adopted by host and port as the node's
@@ -50,6 +51,15 @@ fn sampler(
             std::thread::sleep(Duration::from_millis(10));
         }
     })
+}
+
+/// This process's established connections to the cluster now.
+fn established(bootstrap: &str) -> usize {
+    let stop = Arc::new(AtomicBool::new(true));
+    sampler(std::process::id(), ports(bootstrap), stop)
+        .join()
+        .unwrap()
+        .len()
 }
 
 fn ports(bootstrap: &str) -> Vec<String> {
@@ -109,6 +119,33 @@ fn java(bootstrap: &str, args: &[&str], lines: Vec<String>, linger: Duration) ->
 struct Counts {
     producer: (usize, usize),
     consumer: (usize, usize),
+    /// Under the consumer group protocol of KIP-848 (`group.protocol=consumer`).
+    consumer_848: (usize, usize),
+}
+
+/// Counts our group consumer's connections while it reads 40 records, commits and closes.
+fn our_consumer(b: &str, topic: &str, group: &str, protocol: &str) -> usize {
+    ours(b, || {
+        block_on(async {
+            let mut consumer = Consumer::from_map([
+                ("bootstrap.servers", b),
+                ("group.id", group),
+                ("group.protocol", protocol),
+                ("auto.offset.reset", "earliest"),
+            ])
+            .unwrap();
+            // Nothing connects before the consumer has something to do.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert_eq!(established(b), 0, "{protocol}: connected at construction");
+            consumer.subscribe([topic]).unwrap();
+            for _ in 0..40 {
+                consumer.recv().await.unwrap();
+            }
+            consumer.commit().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            consumer.close(Duration::from_secs(5)).await;
+        })
+    })
 }
 
 fn measure(c: &Cluster, topic: &str) -> Counts {
@@ -131,24 +168,8 @@ fn measure(c: &Cluster, topic: &str) -> Counts {
         .map(|i| format!("-1\t-1\t-\t6a{i:02x}\t-"))
         .collect();
     let java_producer = java(b, &["produce", b, topic], lines, Duration::ZERO);
-    let group = format!("conns-{topic}");
-    let ours_consumer = ours(b, || {
-        block_on(async {
-            let mut consumer = Consumer::from_map([
-                ("bootstrap.servers", b),
-                ("group.id", group.as_str()),
-                ("auto.offset.reset", "earliest"),
-            ])
-            .unwrap();
-            consumer.subscribe([topic]).unwrap();
-            for _ in 0..40 {
-                consumer.recv().await.unwrap();
-            }
-            consumer.commit().await.unwrap();
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            consumer.close(Duration::from_secs(5)).await;
-        })
-    });
+    let ours_consumer = our_consumer(b, topic, &format!("conns-{topic}"), "classic");
+    let ours_848 = our_consumer(b, topic, &format!("conns-848-{topic}"), "consumer");
     let java_group = format!("conns-java-{topic}");
     let java_consumer = java(
         b,
@@ -156,9 +177,23 @@ fn measure(c: &Cluster, topic: &str) -> Counts {
         vec![],
         Duration::from_secs(8),
     );
+    let java_848_group = format!("conns-java-848-{topic}");
+    let java_848 = java(
+        b,
+        &[
+            "member",
+            b,
+            &java_848_group,
+            topic,
+            "group.protocol=consumer",
+        ],
+        vec![],
+        Duration::from_secs(8),
+    );
     Counts {
         producer: (java_producer, ours_producer),
         consumer: (java_consumer, ours_consumer),
+        consumer_848: (java_848, ours_848),
     }
 }
 
@@ -170,8 +205,13 @@ fn connections_side_by_side_with_the_java_client() {
         c.create_topic("one", 1, nodes as u16, &[]);
         let n = measure(&c, "one");
         table.lock().unwrap().push(format!(
-            "| {nodes} node(s), all in bootstrap.servers | {} | {} | {} | {} |",
-            n.producer.0, n.producer.1, n.consumer.0, n.consumer.1
+            "| {nodes} node(s), all in bootstrap.servers | {} | {} | {} | {} | {} | {} |",
+            n.producer.0,
+            n.producer.1,
+            n.consumer.0,
+            n.consumer.1,
+            n.consumer_848.0,
+            n.consumer_848.1
         ));
         // The brief's ideal: the bootstrap connection becomes a node's connection, control
         // requests ride the open ones, and only the coordinator gets its own.
@@ -187,6 +227,15 @@ fn connections_side_by_side_with_the_java_client() {
             n.consumer.1
         );
         assert!(
+            n.consumer_848.1 <= consumer_max,
+            "{nodes} node(s): our consumer-protocol consumer opened {}",
+            n.consumer_848.1
+        );
+        assert!(
+            n.consumer_848.1 <= n.consumer_848.0,
+            "never more than Java's consumer-protocol consumer"
+        );
+        assert!(
             n.producer.1 <= n.producer.0,
             "never more than Java's producer"
         );
@@ -196,7 +245,7 @@ fn connections_side_by_side_with_the_java_client() {
         );
     }
     eprintln!(
-        "| cluster | Java producer | our producer | Java group consumer | our group consumer |\n|---|---:|---:|---:|---:|\n{}",
+        "| cluster | Java producer | our producer | Java group consumer | our group consumer | Java, group.protocol=consumer | ours, group.protocol=consumer |\n|---|---:|---:|---:|---:|---:|---:|\n{}",
         table.lock().unwrap().join("\n")
     );
 }
