@@ -671,6 +671,6 @@ fn millis(d: Duration) -> i32 {
     i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
 }
 
-#[cfg(test)]
 #[path = "consumer_member_tests.rs"]
+#[cfg(test)]
 mod tests;
