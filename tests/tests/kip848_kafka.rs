@@ -58,6 +58,8 @@ enum Sub {
 /// returns its last assignment.
 struct Ours {
     seen: Arc<Mutex<Vec<String>>>,
+    /// Its assignment as of its last event.
+    owned: Arc<Mutex<BTreeSet<(String, i32)>>>,
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<BTreeSet<(String, i32)>>,
 }
@@ -77,7 +79,8 @@ impl Ours {
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
         settings.sort();
-        let (s, st) = (seen.clone(), stop.clone());
+        let owned = Arc::new(Mutex::new(BTreeSet::new()));
+        let (s, st, own) = (seen.clone(), stop.clone(), owned.clone());
         let thread = std::thread::spawn(move || {
             block_on(async move {
                 let mut consumer = Consumer::from_map(settings).unwrap();
@@ -106,13 +109,23 @@ impl Ours {
                         }
                     }
                     last = consumer.assignment();
+                    *own.lock().unwrap() = last.iter().map(|(t, p)| (t.to_string(), *p)).collect();
                 }
                 consumer.commit().await.unwrap();
                 consumer.close(Duration::from_secs(10)).await;
                 last.into_iter().map(|(t, p)| (t.to_string(), p)).collect()
             })
         });
-        Ours { seen, stop, thread }
+        Ours {
+            seen,
+            owned,
+            stop,
+            thread,
+        }
+    }
+
+    fn partitions(&self) -> BTreeSet<i32> {
+        self.owned.lock().unwrap().iter().map(|(_, p)| *p).collect()
     }
 
     fn count(&self) -> usize {
@@ -196,8 +209,12 @@ fn our_members_and_javas_share_a_consumer_protocol_group() {
         all.len() >= 7500
     });
     eprintln!("read {} values in all", total());
-    // Let the assignment settle after java3's fencing, then look.
-    std::thread::sleep(Duration::from_secs(2));
+    // The crashed member's partitions come back once the broker fences it (its session is
+    // 6 s): ours and the survivor then hold all six between them.
+    wait_until("the crashed member's partitions reassigned", 60, || {
+        let (j, o) = (java2.owned(), ours.partitions());
+        j.is_disjoint(&o) && j.len() + o.len() == 6
+    });
     let java2_owned = java2.owned();
     let (our_last, ours_seen) = ours.stop();
     let lines2 = java2.stop();
@@ -246,6 +263,9 @@ fn our_members_alone_with_a_static_member_returning() {
     let static_member = [CONSUMER, ("group.instance.id", "static-1")];
     let s1 = Ours::start(b, group, Sub::Topic(topic.into()), &static_member);
     wait_until("both reading", 60, || a.count() + s1.count() >= 2000);
+    wait_until("both assigned", 60, || {
+        !a.partitions().is_empty() && !s1.partitions().is_empty()
+    });
     let (s1_last, s1_seen) = s1.stop();
     assert!(!s1_last.is_empty(), "the static member held partitions");
     produce(b, topic, 2000, 3000);
@@ -254,7 +274,10 @@ fn our_members_alone_with_a_static_member_returning() {
     wait_until("everything read", 60, || {
         s1_seen.len() + a.count() + s2.count() >= 4000
     });
-    std::thread::sleep(Duration::from_secs(2));
+    wait_until("the returning member assigned", 60, || {
+        let (x, y) = (a.partitions(), s2.partitions());
+        !y.is_empty() && x.is_disjoint(&y) && x.len() + y.len() == 4
+    });
     let (s2_last, s2_seen) = s2.stop();
     let (a_last, a_seen) = a.stop();
     let all: Vec<&String> = s1_seen.iter().chain(&s2_seen).chain(&a_seen).collect();
