@@ -22,6 +22,7 @@ use kafka_proto::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 
+use super::consumer_group::ConsumerGroups;
 use super::{SimTime, Slot};
 use crate::group::{offset_commit, offset_fetch};
 
@@ -91,6 +92,8 @@ pub(crate) struct Coordinator {
     pub(crate) handed: Vec<(String, i32, String, Bytes)>,
     /// Offsets committed inside transactions, per producer id, until the transaction ends.
     txn_offsets: BTreeMap<i64, BTreeMap<OffsetKey, (i64, i32)>>,
+    /// The groups of the consumer protocol (KIP-848); the offsets store is shared.
+    pub(crate) consumer: ConsumerGroups,
 }
 
 fn ms(v: i32) -> SimTime {
@@ -105,6 +108,9 @@ impl Coordinator {
 
     /// A group's members, and whether it is stable (not rebalancing).
     pub(crate) fn members(&self, group: &str) -> (Vec<String>, bool) {
+        if let Some(m) = self.consumer.members(group) {
+            return m;
+        }
         match self.groups.get(group) {
             Some(g) => (
                 g.members.keys().cloned().collect(),
@@ -467,12 +473,17 @@ impl Coordinator {
                     .map(|m| m.last_seen + m.session + SimTime::from_nanos(1))
                     .chain(deadline)
             })
+            .chain(self.consumer.next_due())
             .min()
     }
 
     pub(crate) fn commit(&mut self, req: &OffsetCommitRequest, now: SimTime) -> ResponseBody {
         let generation = req.generation_id_or_member_epoch;
         let error = match self.groups.get_mut(&req.group_id) {
+            _ if self.consumer.has(&req.group_id) => {
+                self.consumer
+                    .commit_error(&req.group_id, &req.member_id, generation, now)
+            }
             // A commit outside group management (a consumer that assigns its partitions, or
             // an admin): Kafka takes it only while the group has no members.
             None if generation < 0 => 0,

@@ -77,6 +77,7 @@ pub(crate) fn is_group_api(body: &RequestBody) -> bool {
             | RequestBody::OffsetCommit(_)
             | RequestBody::OffsetFetch(_)
             | RequestBody::TxnOffsetCommit(_)
+            | RequestBody::ConsumerGroupHeartbeat(_)
     )
 }
 
@@ -110,6 +111,13 @@ pub(crate) fn not_coordinator(body: &RequestBody) -> ResponseBody {
             error_code: e,
             ..Default::default()
         }),
+        RequestBody::ConsumerGroupHeartbeat(_) => ResponseBody::ConsumerGroupHeartbeat(
+            kafka_proto::messages::consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse {
+                error_code: e,
+                member_epoch: -1,
+                ..Default::default()
+            },
+        ),
         RequestBody::OffsetCommit(r) => commit_error(r, e),
         RequestBody::OffsetFetch(r) => fetch_offsets_error(r, e),
         RequestBody::InitProducerId(_) => ResponseBody::InitProducerId(InitProducerIdResponse {

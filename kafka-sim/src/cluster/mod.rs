@@ -21,6 +21,7 @@ pub use crate::scripted::SimTime;
 use crate::security::{self, Auth, Security};
 
 mod admin;
+mod consumer_group;
 mod coordinator;
 mod handlers;
 mod partition;
@@ -405,6 +406,11 @@ impl SimCluster {
             RequestBody::SyncGroup(r) => self.coordinator.sync(slot, v, r, now).into(),
             RequestBody::Heartbeat(r) => Answer::Now(self.coordinator.heartbeat(r, now)),
             RequestBody::LeaveGroup(r) => Answer::Now(self.coordinator.leave(r, now)),
+            RequestBody::ConsumerGroupHeartbeat(r) => {
+                let table = self.topic_table();
+                let answer = self.coordinator.consumer.heartbeat(r, &table, now);
+                Answer::Now(ResponseBody::ConsumerGroupHeartbeat(answer))
+            }
             RequestBody::OffsetCommit(r) => Answer::Now(self.coordinator.commit(r, now)),
             RequestBody::OffsetFetch(r) => Answer::Now(self.coordinator.fetch_offsets(r)),
             RequestBody::TxnOffsetCommit(r) => {
@@ -631,6 +637,8 @@ impl SimCluster {
             }
         }
         self.coordinator.advance(now);
+        let table = self.topic_table();
+        self.coordinator.consumer.advance(&table, now);
         while let Some((slot, v, body)) = self.coordinator.poll_ready() {
             let key = match body {
                 ResponseBody::JoinGroup(_) => ApiKey::JoinGroup,
@@ -873,9 +881,28 @@ impl SimCluster {
     }
 
     /// Every assignment the coordinator handed out: (group, generation, member, assignment
-    /// bytes in the ConsumerProtocol format).
-    pub fn assignments(&self) -> &[(String, i32, String, Bytes)] {
-        &self.coordinator.handed
+    /// bytes in the ConsumerProtocol format); the consumer protocol's (KIP-848) follow, with
+    /// the member epoch in place of the generation.
+    pub fn assignments(&self) -> Vec<(String, i32, String, Bytes)> {
+        let mut all = self.coordinator.handed.clone();
+        all.extend(self.coordinator.consumer.handed_encoded());
+        all
+    }
+
+    /// How many assignments the classic coordinator and the consumer protocol's handed out.
+    pub fn assignment_counts(&self) -> (usize, usize) {
+        (
+            self.coordinator.handed.len(),
+            self.coordinator.consumer.handed.len(),
+        )
+    }
+
+    /// Topic names to (id, partition count), for the consumer protocol's coordinator.
+    fn topic_table(&self) -> consumer_group::TopicTable {
+        self.topics
+            .iter()
+            .map(|(n, (id, parts))| (n.clone(), (*id, parts.len())))
+            .collect()
     }
 
     /// A topic's partition count, or `None` when the topic does not exist.

@@ -292,18 +292,22 @@ impl View {
 /// `max.poll.interval.ms` of the simulated members.
 pub const MAX_POLL_INTERVAL: Duration = Duration::from_millis(4000);
 
+/// Whether the seed's group runs the consumer protocol of KIP-848 (every third seed; the
+/// classic protocol's assignor is chosen by seed among the others).
+pub fn uses_consumer_protocol(seed: u64) -> bool {
+    seed % 3 == 2
+}
+
 /// A consumer-group member of group "g", subscribed to "t". `cooperative` picks the
-/// cooperative-sticky assignor (the whole group agrees, by seed).
+/// cooperative-sticky assignor under the classic protocol (the whole group agrees, by seed).
 pub async fn member(id: usize, seed: u64, cooperative: bool, ctl: Rc<MemberCtl>, shared: Shared) {
     let mut dice = Dice::new(seed ^ 0x6d65_6d62 ^ (id as u64).wrapping_mul(0x9e37));
     let auto = dice.below(2) == 0;
     let max_poll = MAX_POLL_INTERVAL.as_millis().to_string();
-    let settings: Vec<(&str, String)> = vec![
+    let mut settings: Vec<(&str, String)> = vec![
         ("bootstrap.servers", bootstrap()),
         ("group.id", "g".into()),
         ("client.id", format!("member-{id}")),
-        ("session.timeout.ms", "2000".into()),
-        ("heartbeat.interval.ms", "300".into()),
         ("max.poll.interval.ms", max_poll),
         ("auto.offset.reset", "earliest".into()),
         ("enable.auto.commit", auto.to_string()),
@@ -317,17 +321,23 @@ pub async fn member(id: usize, seed: u64, cooperative: bool, ctl: Rc<MemberCtl>,
         ("queued.max.messages.kbytes", "24".into()),
         ("max.partition.fetch.bytes", "5120".into()),
         ("max.poll.records", (1 + dice.below(300)).to_string()),
-        (
-            "partition.assignment.strategy",
-            if cooperative {
-                "cooperative-sticky"
-            } else {
-                "range"
-            }
-            .into(),
-        ),
         ("random.seed", seed.wrapping_add(id as u64).to_string()),
     ];
+    if uses_consumer_protocol(seed) {
+        // KIP-848: the broker owns the session, heartbeats and assignment.
+        settings.push(("group.protocol", "consumer".into()));
+    } else {
+        let strategy = if cooperative {
+            "cooperative-sticky"
+        } else {
+            "range"
+        };
+        settings.extend([
+            ("session.timeout.ms", "2000".into()),
+            ("heartbeat.interval.ms", "300".into()),
+            ("partition.assignment.strategy", strategy.into()),
+        ]);
+    }
     let settings = settings
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))

@@ -238,6 +238,11 @@ pub const PREFETCH_KB: usize = 24;
 /// free: to the whole pool at most (the 1,024 over it is slack for the fetch's framing).
 const LARGEST_BATCH: usize = 32768 + 1024;
 
+/// Whether the seed's group runs the consumer protocol of KIP-848 (every third seed).
+pub fn uses_consumer_protocol(seed: u64) -> bool {
+    seed % 3 == 2
+}
+
 impl ConsumerApp {
     /// A member of group "g" subscribed to "t", with `extra` settings.
     pub fn new(
@@ -254,8 +259,6 @@ impl ConsumerApp {
         let mut settings = vec![
             ("bootstrap.servers", servers.as_str()),
             ("group.id", "g"),
-            ("session.timeout.ms", "2000"),
-            ("heartbeat.interval.ms", "300"),
             ("max.poll.interval.ms", "4000"),
             ("auto.offset.reset", "earliest"),
             ("auto.commit.interval.ms", "300"),
@@ -269,6 +272,16 @@ impl ConsumerApp {
             ("max.partition.fetch.bytes", largest.as_str()),
             ("random.seed", seed_s.as_str()),
         ];
+        // Every third seed's group runs the consumer protocol of KIP-848 (the broker owns the
+        // session and heartbeats then); the others the classic one.
+        if uses_consumer_protocol(seed) {
+            settings.push(("group.protocol", "consumer"));
+        } else {
+            settings.extend([
+                ("session.timeout.ms", "2000"),
+                ("heartbeat.interval.ms", "300"),
+            ]);
+        }
         settings.extend_from_slice(extra);
         let cfg = ConsumerConfig::from_map(settings).expect("valid simulation settings");
         let mut fetcher = Fetcher::new(cfg);

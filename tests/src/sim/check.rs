@@ -195,6 +195,18 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
         }
     }
     check_final(w, &ledger, &mut report)?;
+    // The group ran the protocol its seed chose, and no other.
+    let (classic, kip848) = w.cluster.assignment_counts();
+    let ran = if super::apps::uses_consumer_protocol(seed) {
+        classic == 0 && kip848 > 0
+    } else {
+        kip848 == 0 && classic > 0
+    };
+    if !ran {
+        return Err(Failure::new(format!(
+            "the group's assignments do not match its protocol: {classic} classic, {kip848} KIP-848"
+        )));
+    }
     let net = w.net.stats();
     report.faults.connect_refused = net.refused;
     report.faults.conn_reset_mid_stream = net.resets_mid_stream;
@@ -438,7 +450,7 @@ pub fn log_by_value(cluster: &SimCluster) -> BTreeMap<String, Vec<(i32, i64)>> {
 /// No partition had two owners in one generation.
 pub fn one_owner_per_generation(cluster: &SimCluster) -> Result<(), Failure> {
     let mut owners: BTreeMap<(i32, (String, i32)), String> = BTreeMap::new();
-    for (_, generation, member, bytes) in cluster.assignments() {
+    for (_, generation, member, bytes) in cluster.assignments().iter() {
         let tps = decode_assignment(bytes)
             .map_err(|e| Failure::new(format!("an assignment did not decode: {e}")))?;
         for tp in tps {
