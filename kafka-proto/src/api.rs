@@ -278,16 +278,21 @@ kafka_apis! {
     ApiVersions = 18, api_versions_request::ApiVersionsRequest, api_versions_response::ApiVersionsResponse, 0..=4, flexible Some(3);
     CreateTopics = 19, create_topics_request::CreateTopicsRequest, create_topics_response::CreateTopicsResponse, 2..=7, flexible Some(5);
     DeleteTopics = 20, delete_topics_request::DeleteTopicsRequest, delete_topics_response::DeleteTopicsResponse, 1..=6, flexible Some(4);
+    DeleteRecords = 21, delete_records_request::DeleteRecordsRequest, delete_records_response::DeleteRecordsResponse, 0..=2, flexible Some(2);
     InitProducerId = 22, init_producer_id_request::InitProducerIdRequest, init_producer_id_response::InitProducerIdResponse, 0..=5, flexible Some(2);
     OffsetForLeaderEpoch = 23, offset_for_leader_epoch_request::OffsetForLeaderEpochRequest, offset_for_leader_epoch_response::OffsetForLeaderEpochResponse, 2..=4, flexible Some(4);
     AddPartitionsToTxn = 24, add_partitions_to_txn_request::AddPartitionsToTxnRequest, add_partitions_to_txn_response::AddPartitionsToTxnResponse, 0..=5, flexible Some(3);
     AddOffsetsToTxn = 25, add_offsets_to_txn_request::AddOffsetsToTxnRequest, add_offsets_to_txn_response::AddOffsetsToTxnResponse, 0..=4, flexible Some(3);
     EndTxn = 26, end_txn_request::EndTxnRequest, end_txn_response::EndTxnResponse, 0..=5, flexible Some(3);
     TxnOffsetCommit = 28, txn_offset_commit_request::TxnOffsetCommitRequest, txn_offset_commit_response::TxnOffsetCommitResponse, 0..=5, flexible Some(3);
+    DescribeConfigs = 32, describe_configs_request::DescribeConfigsRequest, describe_configs_response::DescribeConfigsResponse, 1..=4, flexible Some(4);
     SaslAuthenticate = 36, sasl_authenticate_request::SaslAuthenticateRequest, sasl_authenticate_response::SaslAuthenticateResponse, 0..=2, flexible Some(2);
     CreatePartitions = 37, create_partitions_request::CreatePartitionsRequest, create_partitions_response::CreatePartitionsResponse, 0..=3, flexible Some(2);
     DeleteGroups = 42, delete_groups_request::DeleteGroupsRequest, delete_groups_response::DeleteGroupsResponse, 0..=2, flexible Some(2);
+    IncrementalAlterConfigs = 44, incremental_alter_configs_request::IncrementalAlterConfigsRequest, incremental_alter_configs_response::IncrementalAlterConfigsResponse, 0..=1, flexible Some(1);
+    DescribeCluster = 60, describe_cluster_request::DescribeClusterRequest, describe_cluster_response::DescribeClusterResponse, 0..=2, flexible Some(0);
     ConsumerGroupHeartbeat = 68, consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest, consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse, 0..=1, flexible Some(0);
+    ConsumerGroupDescribe = 69, consumer_group_describe_request::ConsumerGroupDescribeRequest, consumer_group_describe_response::ConsumerGroupDescribeResponse, 0..=1, flexible Some(0);
 }
 
 impl ApiKey {
@@ -410,4 +415,9 @@ throttled!(
     CreatePartitions,
     DeleteGroups,
     ConsumerGroupHeartbeat,
+    DeleteRecords,
+    DescribeConfigs,
+    IncrementalAlterConfigs,
+    DescribeCluster,
+    ConsumerGroupDescribe,
 );

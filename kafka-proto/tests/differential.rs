@@ -128,6 +128,11 @@ differential! {
     CreatePartitions: create_partitions_request::CreatePartitionsRequest => kp::CreatePartitionsRequest, create_partitions_response::CreatePartitionsResponse => kp::CreatePartitionsResponse;
     DeleteGroups: delete_groups_request::DeleteGroupsRequest => kp::DeleteGroupsRequest, delete_groups_response::DeleteGroupsResponse => kp::DeleteGroupsResponse;
     ConsumerGroupHeartbeat: consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest => kp::ConsumerGroupHeartbeatRequest, consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse => kp::ConsumerGroupHeartbeatResponse;
+    DeleteRecords: delete_records_request::DeleteRecordsRequest => kp::DeleteRecordsRequest, delete_records_response::DeleteRecordsResponse => kp::DeleteRecordsResponse;
+    DescribeConfigs: describe_configs_request::DescribeConfigsRequest => kp::DescribeConfigsRequest, describe_configs_response::DescribeConfigsResponse => kp::DescribeConfigsResponse;
+    IncrementalAlterConfigs: incremental_alter_configs_request::IncrementalAlterConfigsRequest => kp::IncrementalAlterConfigsRequest, incremental_alter_configs_response::IncrementalAlterConfigsResponse => kp::IncrementalAlterConfigsResponse;
+    DescribeCluster: describe_cluster_request::DescribeClusterRequest => kp::DescribeClusterRequest, describe_cluster_response::DescribeClusterResponse => kp::DescribeClusterResponse;
+    ConsumerGroupDescribe: consumer_group_describe_request::ConsumerGroupDescribeRequest => kp::ConsumerGroupDescribeRequest, consumer_group_describe_response::ConsumerGroupDescribeResponse => kp::ConsumerGroupDescribeResponse;
 }
 
 #[test]
