@@ -59,6 +59,11 @@ pub enum Command {
         #[command(subcommand)]
         action: GroupAction,
     },
+    /// A topic's or a broker's configuration: describe, or alter key by key.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
     /// A topic's offsets per partition: earliest and latest, or the first at a time.
     Offsets {
         /// The topic.
@@ -108,6 +113,41 @@ pub enum GroupAction {
         /// The group.
         group: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Every key with its value and source (kafka-configs --describe --all).
+    Describe {
+        #[command(flatten)]
+        target: ConfigTarget,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sets or deletes keys; the others keep their values (kafka-configs --alter).
+    Alter {
+        #[command(flatten)]
+        target: ConfigTarget,
+        /// KEY=VALUE to set (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// A key to reset to its default (repeatable).
+        #[arg(long = "delete", value_name = "KEY")]
+        delete: Vec<String>,
+    },
+}
+
+/// Whose configuration (one of them).
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct ConfigTarget {
+    /// A topic.
+    #[arg(short = 't', long)]
+    pub topic: Option<String>,
+    /// A broker, by node id.
+    #[arg(long)]
+    pub broker: Option<i32>,
 }
 
 /// Where `group reset-offsets` moves a group (one of them).

@@ -3,6 +3,7 @@
 
 mod args;
 mod cluster;
+mod config;
 mod consume;
 mod format;
 mod group;
@@ -14,7 +15,7 @@ use std::time::Duration;
 use clap::Parser as _;
 use kafka_tokio::NewTopic;
 
-use args::{Cli, Command, GroupAction, PerfCommand, TopicAction};
+use args::{Cli, Command, ConfigAction, GroupAction, PerfCommand, TopicAction};
 use cluster::{print_metadata, CliResult, Cluster};
 
 fn main() -> ExitCode {
@@ -178,6 +179,16 @@ async fn run(cli: Cli) -> CliResult<()> {
                 dry_run,
             } => group::reset(&cluster, &group, &topic, &to, dry_run).await,
             GroupAction::Delete { group } => group::delete(&cluster, &group).await,
+        },
+        Command::Config { action } => match action {
+            ConfigAction::Describe { target, json } => {
+                config::describe(&cluster, &target, json).await
+            }
+            ConfigAction::Alter {
+                target,
+                set,
+                delete,
+            } => config::alter(&cluster, &target, &set, &delete).await,
         },
         Command::Offsets { topic, time, json } => {
             group::offsets(&cluster, &topic, time.as_deref(), json).await

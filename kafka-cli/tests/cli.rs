@@ -518,6 +518,82 @@ mod kafka {
         );
     }
 
+    /// `config describe` and `config alter` on a topic: a value set, shown with its source,
+    /// reset; a topic that does not exist is a one-line error; a malformed --set is refused.
+    #[test]
+    fn config_describe_and_alter_a_topic() {
+        let broker = Broker::shared(Kind::Kafka, "cli");
+        let b = broker.addr.as_str();
+        ok(&cli(b, &["topic", "create", "cli-conf"], ""));
+        ok(&cli(
+            b,
+            &[
+                "config",
+                "alter",
+                "-t",
+                "cli-conf",
+                "--set",
+                "retention.ms=7654321",
+            ],
+            "",
+        ));
+        let value = |key: &str| -> (Option<String>, String) {
+            let v: serde_json::Value = serde_json::from_str(&ok(&cli(
+                b,
+                &["config", "describe", "-t", "cli-conf", "--json"],
+                "",
+            )))
+            .unwrap();
+            let e = v["configs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == key)
+                .unwrap_or_else(|| panic!("{key} listed"))
+                .clone();
+            (
+                e["value"].as_str().map(str::to_owned),
+                e["source"].as_str().unwrap().to_owned(),
+            )
+        };
+        assert_eq!(
+            value("retention.ms"),
+            (Some("7654321".into()), "DYNAMIC_TOPIC_CONFIG".into())
+        );
+        let table = ok(&cli(b, &["config", "describe", "-t", "cli-conf"], ""));
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("retention.ms") && l.contains("7654321")),
+            "{table}"
+        );
+        ok(&cli(
+            b,
+            &[
+                "config",
+                "alter",
+                "-t",
+                "cli-conf",
+                "--delete",
+                "retention.ms",
+            ],
+            "",
+        ));
+        assert_ne!(value("retention.ms").1, "DYNAMIC_TOPIC_CONFIG");
+        fails_with(
+            &cli(b, &["config", "describe", "-t", "cli-no-such"], ""),
+            "UNKNOWN_TOPIC_OR_PARTITION",
+        );
+        fails_with(
+            &cli(
+                b,
+                &["config", "alter", "-t", "cli-conf", "--set", "retention.ms"],
+                "",
+            ),
+            "KEY=VALUE",
+        );
+    }
+
     /// `produce` names a refused record by its 1-based input line.
     #[test]
     fn produce_names_a_refused_line_by_its_number() {

@@ -1,13 +1,15 @@
 //! The admin handle and its driver session: cluster metadata, creating and deleting topics,
-//! and the group and offset operations (list, describe, offsets, delete, alter, list offsets).
+//! the group and offset operations (list, describe, offsets, delete, alter, list offsets),
+//! and describing the cluster and its configurations.
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
 use futures_channel::{mpsc, oneshot};
 use kafka_core::admin::{
-    AdminError, AdminEvent, AdminResult, ClusterMetadata, GroupDescription, GroupListing, NewTopic,
-    OffsetSpec, OpId, TopicPartition,
+    AdminError, AdminEvent, AdminResult, AlterConfigOp, ClusterDescription, ClusterMetadata,
+    ConfigEntry, ConfigResource, GroupDescription, GroupListing, NewTopic, OffsetSpec, OpId,
+    TopicPartition,
 };
 use kafka_core::config::{AdminConfig, ConfigError};
 use kafka_core::Instant;
@@ -170,6 +172,45 @@ impl<R: Runtime> Admin<R> {
         {
             Some(AdminResult::Offsets(r)) => r,
             _ => copy.into_iter().map(|tp| (tp, Err(stopped()))).collect(),
+        }
+    }
+
+    /// Describes the cluster: its id, controller and brokers (DescribeCluster).
+    pub async fn describe_cluster(&self) -> Result<ClusterDescription, AdminError> {
+        match self.call(|a, now| a.describe_cluster(now)).await {
+            Some(AdminResult::Cluster(r)) => r,
+            _ => Err(stopped()),
+        }
+    }
+
+    /// A topic's or a broker's configuration, every key with its value and source, sorted by
+    /// key; sensitive values are withheld.
+    pub async fn describe_configs(
+        &self,
+        resource: ConfigResource,
+    ) -> Result<Vec<ConfigEntry>, AdminError> {
+        match self
+            .call(move |a, now| a.describe_configs(resource, now))
+            .await
+        {
+            Some(AdminResult::Configs(r)) => r,
+            _ => Err(stopped()),
+        }
+    }
+
+    /// Changes a topic's or a broker's configuration key by key (incrementally: keys not
+    /// named keep their values), as Java's `incrementalAlterConfigs`.
+    pub async fn alter_configs(
+        &self,
+        resource: ConfigResource,
+        ops: Vec<AlterConfigOp>,
+    ) -> Result<(), AdminError> {
+        match self
+            .call(move |a, now| a.alter_configs(resource, ops, now))
+            .await
+        {
+            Some(AdminResult::Done(r)) => r,
+            _ => Err(stopped()),
         }
     }
 

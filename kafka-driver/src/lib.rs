@@ -19,8 +19,9 @@ mod runtime;
 pub use admin::{Admin, TopicResults};
 pub use consumer::{ConsumeError, Consumer, ConsumerEvent, ConsumerRecord};
 pub use kafka_core::admin::{
-    AdminError, BrokerMetadata, ClusterMetadata, GroupDescription, GroupListing, MemberDescription,
-    NewTopic, OffsetSpec, PartitionMetadata, TopicMetadata,
+    AdminError, AlterConfigOp, BrokerMetadata, ClusterDescription, ClusterMetadata, ConfigEntry,
+    ConfigResource, ConfigSource, GroupDescription, GroupListing, MemberDescription, NewTopic,
+    OffsetSpec, PartitionMetadata, TopicMetadata,
 };
 pub use kafka_core::config::{Acks, Assignor, IsolationLevel, OffsetReset};
 pub use kafka_core::config::{AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};

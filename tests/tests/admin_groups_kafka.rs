@@ -2,12 +2,18 @@
 //! group with a live member, its committed offsets and lag (checked against the Java client's
 //! AdminClient for the same group), offsets by time, a member's commits of offsets of its
 //! choosing, altering offsets (refused while the group has members; then a new member starts
-//! where they say), and deleting the group.
+//! where they say), and deleting the group; describing the cluster, a consumer-protocol
+//! (KIP-848) group, and topic and broker configurations, altered incrementally.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kafka_tokio::{Admin, AdminError, Consumer, OffsetSpec, Producer, Record};
+use std::sync::OnceLock;
+
+use kafka_tokio::{
+    Admin, AdminError, AlterConfigOp, ConfigResource, ConfigSource, Consumer, NewTopic, OffsetSpec,
+    Producer, Record,
+};
 use tests::kafka::{peer, Cluster};
 use tests::tokio_block_on as block_on;
 
@@ -31,9 +37,14 @@ fn member(bootstrap: &str) -> Consumer {
     .unwrap()
 }
 
+fn cluster() -> &'static Cluster {
+    static C: OnceLock<Cluster> = OnceLock::new();
+    C.get_or_init(|| Cluster::start(1))
+}
+
 #[test]
 fn groups_and_offsets_are_listed_described_altered_and_deleted() {
-    let cluster = Cluster::start(1);
+    let cluster = cluster();
     let bootstrap = cluster.bootstrap.clone();
     cluster.create_topic(TOPIC, 3, 1, &[]);
     block_on(async {
@@ -199,5 +210,178 @@ fn groups_and_offsets_are_listed_described_altered_and_deleted() {
             ),
             "a deleted group: {gone:?}"
         );
+    });
+}
+
+/// DescribeCluster, ConsumerGroupDescribe (with the classic group of the test above described
+/// through the fallback to DescribeGroups), and DescribeConfigs / IncrementalAlterConfigs on
+/// a topic and on the broker.
+#[test]
+fn the_cluster_a_consumer_protocol_group_and_configs_are_described_and_altered() {
+    let cluster = cluster();
+    let bootstrap = cluster.bootstrap.clone();
+    block_on(async {
+        let admin = Admin::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
+        // The cluster.
+        let c = within("describe_cluster", admin.describe_cluster())
+            .await
+            .unwrap();
+        let m = within("metadata", admin.metadata(Some(&[]))).await.unwrap();
+        assert_eq!(Some(c.cluster_id.clone()), m.cluster_id, "{c:?}");
+        assert_eq!(c.brokers.len(), 1, "{c:?}");
+        let port = bootstrap.rsplit(':').next().unwrap();
+        assert_eq!(c.brokers[0].addr.port.to_string(), port, "{c:?}");
+        let broker = c.brokers[0].id;
+
+        // A consumer-protocol group, described by ConsumerGroupDescribe.
+        admin
+            .create_topic(NewTopic::new("admin-848", 3))
+            .await
+            .unwrap();
+        let p = Producer::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
+        for i in 0..30 {
+            p.send(Record::new("admin-848", format!("v{i}")).partition(i % 3))
+                .await
+                .unwrap();
+        }
+        p.flush().await;
+        let mut member = Consumer::from_map([
+            ("bootstrap.servers", bootstrap.as_str()),
+            ("group.id", "admin-848-group"),
+            ("group.protocol", "consumer"),
+            ("auto.offset.reset", "earliest"),
+            ("client.id", "kip848-member"),
+        ])
+        .unwrap();
+        member.subscribe(["admin-848"]).unwrap();
+        let mut read = 0;
+        while read < 30 {
+            read += within("reading", member.recv_batch()).await.unwrap().len();
+        }
+        let d = within("describe_group", admin.describe_group("admin-848-group"))
+            .await
+            .unwrap();
+        assert!(d.consumer_protocol, "{d:?}");
+        assert_eq!(d.state, "Stable", "{d:?}");
+        assert_eq!(
+            d.protocol, "uniform",
+            "the broker's default assignor: {d:?}"
+        );
+        assert_eq!(d.members.len(), 1, "{d:?}");
+        assert_eq!(d.members[0].client_id, "kip848-member", "{d:?}");
+        assert!(d.members[0].member_epoch.is_some_and(|e| e > 0), "{d:?}");
+        let mut parts = d.members[0].assignment.clone();
+        parts.sort();
+        assert_eq!(
+            parts,
+            [0, 1, 2].map(|p| ("admin-848".to_owned(), p)),
+            "{d:?}"
+        );
+        member.close(Duration::from_secs(10)).await;
+
+        // A topic's configuration: set at creation, altered, and reset.
+        let topic = ConfigResource::Topic("admin-configs".into());
+        admin
+            .create_topic(NewTopic {
+                configs: vec![("retention.ms".into(), "123456789".into())],
+                ..NewTopic::new("admin-configs", 1)
+            })
+            .await
+            .unwrap();
+        let find = |entries: &[kafka_tokio::ConfigEntry], key: &str| {
+            entries
+                .iter()
+                .find(|e| e.name == key)
+                .unwrap_or_else(|| panic!("{key} is listed"))
+                .clone()
+        };
+        let entries = within("describe_configs", admin.describe_configs(topic.clone()))
+            .await
+            .unwrap();
+        let retention = find(&entries, "retention.ms");
+        assert_eq!(retention.value.as_deref(), Some("123456789"));
+        assert_eq!(retention.source, ConfigSource::DynamicTopic);
+        assert_eq!(
+            find(&entries, "cleanup.policy").source,
+            ConfigSource::Default
+        );
+        within(
+            "alter_configs",
+            admin.alter_configs(
+                topic.clone(),
+                vec![
+                    AlterConfigOp::Set("cleanup.policy".into(), "compact".into()),
+                    AlterConfigOp::Delete("retention.ms".into()),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+        let entries = within("describe_configs", admin.describe_configs(topic))
+            .await
+            .unwrap();
+        let policy = find(&entries, "cleanup.policy");
+        assert_eq!(policy.value.as_deref(), Some("compact"));
+        assert_eq!(policy.source, ConfigSource::DynamicTopic);
+        let retention = find(&entries, "retention.ms");
+        assert_ne!(
+            retention.source,
+            ConfigSource::DynamicTopic,
+            "{retention:?}"
+        );
+        assert_ne!(
+            retention.value.as_deref(),
+            Some("123456789"),
+            "{retention:?}"
+        );
+        // A topic that does not exist.
+        let missing = admin
+            .describe_configs(ConfigResource::Topic("no-such-topic".into()))
+            .await
+            .unwrap_err();
+        assert!(matches!(missing, AdminError::Broker { .. }), "{missing:?}");
+
+        // The broker's configuration: a dynamic per-broker value, then reset.
+        let node = ConfigResource::Broker(broker);
+        let entries = within("describe broker", admin.describe_configs(node.clone()))
+            .await
+            .unwrap();
+        assert_eq!(find(&entries, "node.id").source, ConfigSource::StaticBroker);
+        within(
+            "alter broker",
+            admin.alter_configs(
+                node.clone(),
+                vec![AlterConfigOp::Set(
+                    "message.max.bytes".into(),
+                    "2000000".into(),
+                )],
+            ),
+        )
+        .await
+        .unwrap();
+        // The controller applies it through the metadata log: the broker sees it shortly.
+        let mut max = None;
+        for _ in 0..100 {
+            let entries = within("describe broker", admin.describe_configs(node.clone()))
+                .await
+                .unwrap();
+            let e = find(&entries, "message.max.bytes");
+            if e.value.as_deref() == Some("2000000") {
+                max = Some(e);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let max = max.expect("the broker's new message.max.bytes within 10 s");
+        assert_eq!(max.source, ConfigSource::DynamicBroker);
+        within(
+            "reset broker",
+            admin.alter_configs(
+                node,
+                vec![AlterConfigOp::Delete("message.max.bytes".into())],
+            ),
+        )
+        .await
+        .unwrap();
     });
 }

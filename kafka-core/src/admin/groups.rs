@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest;
 use kafka_proto::messages::delete_groups_request::DeleteGroupsRequest;
 use kafka_proto::messages::describe_groups_request::DescribeGroupsRequest;
 use kafka_proto::messages::describe_groups_response::DescribedGroup;
@@ -57,6 +58,8 @@ pub struct MemberDescription {
     /// The partitions assigned to it (decoded from the consumer protocol's assignment;
     /// empty for other protocol types).
     pub assignment: Vec<TopicPartition>,
+    /// Its member epoch, in a group of the consumer protocol (KIP-848).
+    pub member_epoch: Option<i32>,
 }
 
 /// A group, as DescribeGroups describes it.
@@ -74,6 +77,10 @@ pub struct GroupDescription {
     pub members: Vec<MemberDescription>,
     /// Its coordinator.
     pub coordinator: NodeId,
+    /// Whether the group runs the consumer protocol of KIP-848 (ConsumerGroupDescribe
+    /// described it; `protocol` is then the broker's assignor, and the states are `Empty`,
+    /// `Assigning`, `Reconciling`, `Stable`).
+    pub consumer_protocol: bool,
 }
 
 /// Which offset of a partition to list.
@@ -112,6 +119,9 @@ pub(super) struct GroupOp {
     pub group: String,
     pub action: GroupAction,
     pub coordinator: Option<NodeId>,
+    /// Describe with the classic DescribeGroups: ConsumerGroupDescribe said the group is not a
+    /// consumer-protocol group, or the broker does not have it. Java tries the same way round.
+    pub classic: bool,
 }
 
 /// ListGroups over every broker.
@@ -165,6 +175,12 @@ pub(super) fn found(body: &ResponseBody) -> Result<(NodeId, String, u16), ErrorC
 pub(super) fn group_request(op: &GroupOp) -> GroupRequest {
     let group = op.group.clone();
     match &op.action {
+        GroupAction::Describe if !op.classic => {
+            GroupRequest::DescribeConsumer(ConsumerGroupDescribeRequest {
+                group_ids: vec![group],
+                ..Default::default()
+            })
+        }
         GroupAction::Describe => GroupRequest::Describe(DescribeGroupsRequest {
             groups: vec![group],
             ..Default::default()
@@ -219,6 +235,7 @@ pub(super) fn group_request(op: &GroupOp) -> GroupRequest {
 
 /// A group action's request, by kind.
 pub(super) enum GroupRequest {
+    DescribeConsumer(ConsumerGroupDescribeRequest),
     Describe(DescribeGroupsRequest),
     Offsets(OffsetFetchRequest),
     Delete(DeleteGroupsRequest),
@@ -230,6 +247,8 @@ pub(super) enum GroupRequest {
 pub(super) enum GroupAnswer {
     Done(AdminResult),
     Retry(String, bool),
+    /// Not a consumer-protocol group: describe it with DescribeGroups, at once.
+    Classic,
 }
 
 fn retry_or_fail(
@@ -251,6 +270,21 @@ fn retry_or_fail(
 pub(super) fn group_answer(op: &GroupOp, body: ResponseBody) -> GroupAnswer {
     let coordinator = op.coordinator.unwrap_or(-1);
     match body {
+        ResponseBody::ConsumerGroupDescribe(r) => {
+            let Some(g) = r.groups.into_iter().find(|g| g.group_id == op.group) else {
+                return GroupAnswer::Retry("the group was not described".into(), false);
+            };
+            match ErrorCode::from_code(g.error_code) {
+                Some(ErrorCode::GroupIdNotFound) => GroupAnswer::Classic,
+                Some(code) => retry_or_fail(code, g.error_message.clone(), |e| {
+                    AdminResult::GroupDescription(Err(e))
+                }),
+                None => GroupAnswer::Done(AdminResult::GroupDescription(Ok(describe_consumer(
+                    g,
+                    coordinator,
+                )))),
+            }
+        }
         ResponseBody::DescribeGroups(r) => {
             let Some(g) = r.groups.into_iter().find(|g| g.group_id == op.group) else {
                 return GroupAnswer::Retry("the group was not described".into(), false);
@@ -329,6 +363,7 @@ fn describe(g: DescribedGroup, coordinator: NodeId) -> GroupDescription {
                 group_instance_id: m.group_instance_id,
                 client_id: m.client_id,
                 client_host: m.client_host,
+                member_epoch: None,
             })
             .collect(),
         group_id: g.group_id,
@@ -336,6 +371,40 @@ fn describe(g: DescribedGroup, coordinator: NodeId) -> GroupDescription {
         protocol_type: g.protocol_type,
         protocol: g.protocol_data,
         coordinator,
+        consumer_protocol: false,
+    }
+}
+
+/// A consumer-protocol group as ConsumerGroupDescribe describes it (assignments by topic name
+/// and id; the name is used).
+fn describe_consumer(
+    g: kafka_proto::messages::consumer_group_describe_response::DescribedGroup,
+    coordinator: NodeId,
+) -> GroupDescription {
+    GroupDescription {
+        members: g
+            .members
+            .into_iter()
+            .map(|m| MemberDescription {
+                assignment: m
+                    .assignment
+                    .topic_partitions
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| (t.topic_name.clone(), *p)))
+                    .collect(),
+                member_id: m.member_id,
+                group_instance_id: m.instance_id,
+                client_id: m.client_id,
+                client_host: m.client_host,
+                member_epoch: Some(m.member_epoch),
+            })
+            .collect(),
+        group_id: g.group_id,
+        state: g.group_state,
+        protocol_type: "consumer".into(),
+        protocol: g.assignor_name,
+        coordinator,
+        consumer_protocol: true,
     }
 }
 
@@ -462,6 +531,16 @@ impl super::Admin {
                     return;
                 };
                 let sent = match &req {
+                    GroupRequest::DescribeConsumer(r) => {
+                        match self.net.send(conn, r, Tag::Op(id), true, now) {
+                            // A broker without KIP-848's describe: the classic one.
+                            Err(super::SendError::Version(_)) => {
+                                g.classic = true;
+                                return self.try_send_more(id, now);
+                            }
+                            sent => sent,
+                        }
+                    }
                     GroupRequest::Describe(r) => self.net.send(conn, r, Tag::Op(id), true, now),
                     GroupRequest::Offsets(r) => self.net.send(conn, r, Tag::Op(id), true, now),
                     GroupRequest::Delete(r) => self.net.send(conn, r, Tag::Op(id), true, now),
@@ -701,6 +780,10 @@ impl super::Admin {
                     g.coordinator = None;
                 }
                 self.retry(id, why, now);
+            }
+            GroupAnswer::Classic => {
+                g.classic = true;
+                self.try_send_more(id, now);
             }
         }
     }

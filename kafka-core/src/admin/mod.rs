@@ -1,6 +1,6 @@
 //! The sans-IO admin client: cluster metadata, creating and deleting topics, adding partitions,
-//! and the group and
-//! offset operations of [`groups`].
+//! the group and offset operations of `groups`, and describing the cluster and describing and
+//! altering configurations (`configs`).
 //!
 //! - Metadata goes to the least-loaded node; CreateTopics and DeleteTopics go to the
 //!   controller that metadata names, as does CreatePartitions (NOT_CONTROLLER refreshes it and
@@ -26,8 +26,11 @@ use kafka_proto::messages::metadata_response::MetadataResponse;
 use kafka_proto::{ErrorCode, NegotiationError};
 use uuid::Uuid;
 
+mod configs;
 mod groups;
 
+pub use configs::{AlterConfigOp, ClusterDescription, ConfigEntry, ConfigResource, ConfigSource};
+use configs::{SingleOp, SingleRequest};
 use groups::{GroupAction, GroupOp, ListGroupsOp, ListOffsetsOp};
 pub use groups::{GroupDescription, GroupListing, MemberDescription, OffsetSpec, TopicPartition};
 
@@ -227,6 +230,10 @@ pub enum AdminResult {
     Done(Result<(), AdminError>),
     /// Partitions' offsets listed, each with its result.
     Offsets(BTreeMap<TopicPartition, Result<i64, AdminError>>),
+    /// The cluster described.
+    Cluster(Result<ClusterDescription, AdminError>),
+    /// A resource's configuration, sorted by key.
+    Configs(Result<Vec<ConfigEntry>, AdminError>),
 }
 
 /// An operation ended.
@@ -264,6 +271,8 @@ enum Kind {
     ListGroups(ListGroupsOp),
     Group(GroupOp),
     ListOffsets(ListOffsetsOp),
+    /// One request to any broker, or to a given one.
+    Single(SingleOp),
 }
 
 #[derive(Debug, Clone)]
@@ -384,11 +393,34 @@ impl Admin {
         self.start(Kind::ListOffsets(op), now)
     }
 
+    /// Describes the cluster (DescribeCluster): its id, controller and brokers.
+    pub fn describe_cluster(&mut self, now: Instant) -> OpId {
+        self.start(Kind::Single(SingleOp::DescribeCluster), now)
+    }
+
+    /// A topic's or a broker's configuration (DescribeConfigs), every key with its value and
+    /// source; sensitive values are withheld.
+    pub fn describe_configs(&mut self, resource: ConfigResource, now: Instant) -> OpId {
+        self.start(Kind::Single(SingleOp::DescribeConfigs(resource)), now)
+    }
+
+    /// Changes a topic's or a broker's configuration key by key (IncrementalAlterConfigs):
+    /// keys not named keep their values.
+    pub fn alter_configs(
+        &mut self,
+        resource: ConfigResource,
+        ops: Vec<AlterConfigOp>,
+        now: Instant,
+    ) -> OpId {
+        self.start(Kind::Single(SingleOp::AlterConfigs(resource, ops)), now)
+    }
+
     fn group_op(&mut self, group: &str, action: GroupAction, now: Instant) -> OpId {
         let op = GroupOp {
             group: group.to_owned(),
             action,
             coordinator: None,
+            classic: false,
         };
         self.start(Kind::Group(op), now)
     }
@@ -494,6 +526,20 @@ impl Admin {
         let done: Vec<String> = o.done.keys().cloned().collect();
         let open = |name: &String| !done.contains(name);
         let sent = match o.kind.clone() {
+            Kind::Single(op) => {
+                let conn = match op.broker() {
+                    None => self.net.least_loaded(now),
+                    Some(node) => self.node_conn(node, now),
+                };
+                let Some(conn) = conn else {
+                    return;
+                };
+                match op.request() {
+                    SingleRequest::Cluster(r) => self.net.send(conn, &r, Tag::Op(id), true, now),
+                    SingleRequest::Describe(r) => self.net.send(conn, &r, Tag::Op(id), true, now),
+                    SingleRequest::Alter(r) => self.net.send(conn, &r, Tag::Op(id), true, now),
+                }
+            }
             Kind::Metadata(topics) => {
                 let Some(conn) = self.net.least_loaded(now) else {
                     return;
@@ -587,6 +633,22 @@ impl Admin {
         }
     }
 
+    /// A given broker's connection, learning the brokers first if needed.
+    fn node_conn(&mut self, node: NodeId, now: Instant) -> Option<ConnId> {
+        if self.net.nodes().contains_key(&node) {
+            return self.net.ready(node, Purpose::Data, now);
+        }
+        if !self.refreshing {
+            if let Some(conn) = self.net.least_loaded(now) {
+                let req = metadata_request(Some(Vec::new()));
+                if self.net.send(conn, &req, Tag::Refresh, true, now).is_ok() {
+                    self.refreshing = true;
+                }
+            }
+        }
+        None
+    }
+
     /// The controller's connection, learning who it is first if needed.
     fn controller_conn(&mut self, now: Instant) -> Option<ConnId> {
         match self.controller {
@@ -659,6 +721,18 @@ impl Admin {
                         self.topic_results(id, results.collect(), now);
                     }
                     body if matches!(o.kind, Kind::Group(_)) => self.on_group_answer(id, body, now),
+                    body if matches!(o.kind, Kind::Single(_)) => {
+                        let Kind::Single(op) = &o.kind else {
+                            return;
+                        };
+                        match op.answer(body) {
+                            Ok(result) => {
+                                self.ops.remove(&id);
+                                self.events.push_back(AdminEvent { op: id, result });
+                            }
+                            Err(why) => self.retry(id, why, now),
+                        }
+                    }
                     ResponseBody::CreatePartitions(resp) => {
                         let results = resp
                             .results
@@ -780,6 +854,7 @@ impl Admin {
                 GroupAction::Offsets => AdminResult::GroupOffsets(Err(error)),
                 GroupAction::Delete | GroupAction::Alter(_) => AdminResult::Done(Err(error)),
             },
+            Kind::Single(op) => op.failed(error),
             Kind::ListOffsets(l) => AdminResult::Offsets(
                 l.partitions
                     .into_iter()
