@@ -17,7 +17,7 @@ mod producer;
 mod runtime;
 
 pub use admin::{Admin, TopicResults};
-pub use consumer::{ConsumeError, Consumer, ConsumerEvent, ConsumerRecord};
+pub use consumer::{ConsumeError, Consumer, ConsumerEvent, ConsumerRecord, OffsetAndTimestamp};
 pub use kafka_core::admin::{
     AdminError, AlterConfigOp, BrokerMetadata, ClusterDescription, ClusterMetadata, ConfigEntry,
     ConfigResource, ConfigSource, GroupDescription, GroupListing, MemberDescription, NewTopic,

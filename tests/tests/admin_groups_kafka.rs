@@ -385,3 +385,60 @@ fn the_cluster_a_consumer_protocol_group_and_configs_are_described_and_altered()
         .unwrap();
     });
 }
+
+/// The consumer's own offset lookups (Java's `beginningOffsets`, `endOffsets`,
+/// `offsetsForTimes`), on a consumer that reads nothing and has no group, agree with the
+/// admin client's ListOffsets.
+#[test]
+fn the_consumer_looks_up_beginning_end_and_offsets_for_times() {
+    let cluster = cluster();
+    let bootstrap = cluster.bootstrap.clone();
+    cluster.create_topic("consumer-lookups", 2, 1, &[]);
+    block_on(async {
+        let t0 = 1_700_000_000_000i64;
+        let p = Producer::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
+        // 40 records a partition, 1,000 ms apart.
+        for i in 0..80i64 {
+            let r = Record::new("consumer-lookups", format!("v{i}"))
+                .partition((i % 2) as i32)
+                .timestamp(t0 + (i / 2) * 1000);
+            p.send(r).await.unwrap();
+        }
+        p.flush().await;
+        let c = Consumer::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
+        let tps = || (0..2).map(|p| ("consumer-lookups".to_owned(), p));
+        let begin = within("beginning_offsets", c.beginning_offsets(tps()))
+            .await
+            .unwrap();
+        let end = within("end_offsets", c.end_offsets(tps())).await.unwrap();
+        for tp in tps() {
+            assert_eq!(begin[&tp], 0);
+            assert_eq!(end[&tp], 40);
+        }
+        let times = within(
+            "offsets_for_times",
+            c.offsets_for_times(tps().map(|tp| (tp, t0 + 10_500))),
+        )
+        .await
+        .unwrap();
+        for tp in tps() {
+            let found = times[&tp].expect("a record at or after the time");
+            assert_eq!((found.offset, found.timestamp), (11, t0 + 11_000));
+        }
+        let none = within(
+            "offsets_for_times (future)",
+            c.offsets_for_times(tps().map(|tp| (tp, t0 + 1_000_000))),
+        )
+        .await
+        .unwrap();
+        assert!(none.values().all(Option::is_none), "{none:?}");
+        // The admin client says the same.
+        let admin = Admin::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
+        let listed = admin
+            .list_offsets(tps().collect(), OffsetSpec::Timestamp(t0 + 10_500))
+            .await;
+        for tp in tps() {
+            assert_eq!(listed[&tp].clone().unwrap(), 11);
+        }
+    });
+}

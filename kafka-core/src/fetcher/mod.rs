@@ -57,10 +57,12 @@ use crate::time::Instant;
 use crate::topic::TopicPartition;
 
 pub use group::{check_pattern, SubscribeError};
+pub use lookup::{FoundOffsets, OffsetsId};
 pub use records::FetchedRecords;
 
 mod group;
 mod health;
+mod lookup;
 mod records;
 mod response;
 mod session;
@@ -168,6 +170,9 @@ pub enum FetchEvent {
         LookupId,
         Result<Vec<(TopicPartition, Option<i64>)>, CommitError>,
     ),
+    /// A lookup asked for with [`Fetcher::lookup_offsets`] finished: per partition, the
+    /// offset and its record's timestamp (`None`: no record at or after the time asked).
+    Offsets(OffsetsId, Result<FoundOffsets, crate::admin::AdminError>),
     /// The group membership stopped for good (for example FENCED_INSTANCE_ID).
     GroupFailed(ErrorCode),
     /// As the group's leader: a subscribed topic has no metadata (it does not exist, or is
@@ -215,6 +220,8 @@ enum Tag {
     Offsets(bool),
     /// OffsetForLeaderEpoch: checking positions after a leader change (KIP-320).
     Validate(Vec<Req>),
+    /// ListOffsets for an application's lookup.
+    Lookup(OffsetsId, Vec<TopicPartition>),
 }
 
 /// A partition as a request asked about it: with its generation then, so that an answer that
@@ -266,6 +273,8 @@ pub struct Fetcher {
     backoff: Backoff,
     rng: Rng,
     now: Instant,
+    /// The application's offset lookups under way.
+    lookups: lookup::Lookups,
     /// Bytes of records handed out and not yet released by the driver.
     buffered: usize,
     /// Bytes that fetches in flight may still bring, in all and per connection.
@@ -322,6 +331,7 @@ impl Fetcher {
             events: VecDeque::new(),
             backoff,
             rng: Rng::new(cfg.random_seed ^ 0x6665_7463),
+            lookups: lookup::Lookups::default(),
             now: Instant::ZERO,
             buffered: 0,
             reserved: 0,
@@ -490,6 +500,7 @@ impl Fetcher {
             .chain(refresh)
             .chain(self.group_timeout().and_then(future))
             .chain(self.health_timeout())
+            .chain(self.lookups.timeout(self.now))
             .min()
     }
 
@@ -526,6 +537,7 @@ impl Fetcher {
         self.check_leader_epochs();
         self.validate(now);
         self.list_offsets(now);
+        self.drive_lookups(now);
         self.fetch(now);
     }
 
@@ -766,6 +778,15 @@ impl Fetcher {
                 self.on_list_offsets(tps, resp, now);
             }
             NetEvent::Response {
+                tag: Tag::Lookup(id, tps),
+                body: ResponseBody::ListOffsets(resp),
+                ..
+            } => self.on_lookup(id, tps, Some(resp), now),
+            NetEvent::Failed {
+                tag: Tag::Lookup(id, tps),
+                ..
+            } => self.on_lookup(id, tps, None, now),
+            NetEvent::Response {
                 tag: Tag::Fetch(key, tps, incremental),
                 body: ResponseBody::Fetch(resp),
                 version,
@@ -804,7 +825,7 @@ impl Fetcher {
                         tps.into_iter().map(|(req, _)| req).collect()
                     }
                     Tag::ListOffsets(reqs) | Tag::Validate(reqs) => reqs,
-                    Tag::Metadata | Tag::Group | Tag::Offsets(_) => {
+                    Tag::Metadata | Tag::Group | Tag::Offsets(_) | Tag::Lookup(..) => {
                         unreachable!("handled above")
                     }
                 };

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures_channel::{mpsc, oneshot};
 use futures_util::stream::Stream;
+use kafka_core::admin::{AdminError, OffsetSpec};
 use kafka_core::config::{ConfigError, ConsumerConfig};
 use kafka_core::fetcher::{
     FetchError, FetchEvent, FetchedRecords, Fetcher, StartFrom, SubscribeError,
@@ -67,6 +68,16 @@ type RebalanceListener = Box<dyn FnMut(&ConsumerEvent) + Send>;
 
 /// Committed offsets looked up, per partition (`None`: nothing committed).
 type Committed = Result<Vec<((String, i32), Option<i64>)>, CommitError>;
+type Found = Result<kafka_core::fetcher::FoundOffsets, AdminError>;
+
+/// An offset and its record's timestamp, as `offsets_for_times` finds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetAndTimestamp {
+    /// The first offset whose record's timestamp is at or after the time asked.
+    pub offset: i64,
+    /// That record's timestamp (epoch ms).
+    pub timestamp: i64,
+}
 
 /// An event the session hands over, with the number of times its partition was revoked or
 /// lost by then (records of a partition revoked since are not returned).
@@ -218,6 +229,8 @@ pub(crate) enum Command {
     Position(String, i32, oneshot::Sender<Option<i64>>),
     GroupMetadata(oneshot::Sender<Option<kafka_core::producer::GroupMetadata>>),
     Committed(Vec<(String, i32)>, oneshot::Sender<Committed>),
+    /// Looks up partitions' offsets (log start, end, or by time).
+    Offsets(Vec<((String, i32), OffsetSpec)>, oneshot::Sender<Found>),
     Next(Progress, oneshot::Sender<Handed>),
     Subscribe(Vec<String>),
     SubscribePattern(String),
@@ -312,6 +325,7 @@ impl<R: Runtime> Consumer<R> {
             waiting: None,
             commits: BTreeMap::new(),
             lookups: BTreeMap::new(),
+            offset_lookups: BTreeMap::new(),
             closers: Vec::new(),
             finished: false,
             shared: shared.clone(),
@@ -545,6 +559,68 @@ impl<R: Runtime> Consumer<R> {
         let (tx, rx) = oneshot::channel();
         self.send(Command::Committed(partitions.into_iter().collect(), tx));
         rx.await.unwrap_or(Err(CommitError::Closed))
+    }
+
+    async fn lookup_offsets(
+        &self,
+        query: Vec<((String, i32), OffsetSpec)>,
+    ) -> Result<kafka_core::fetcher::FoundOffsets, AdminError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Offsets(query, tx));
+        rx.await.unwrap_or(Err(AdminError::Closed))
+    }
+
+    /// Each partition's first offset (the log start), as Java's `beginningOffsets`: asked of
+    /// the partitions' leaders over the consumer's own connections, whether it reads them or
+    /// not, within `default.api.timeout.ms`.
+    pub async fn beginning_offsets(
+        &self,
+        partitions: impl IntoIterator<Item = (String, i32)>,
+    ) -> Result<BTreeMap<(String, i32), i64>, AdminError> {
+        self.edge_offsets(partitions, OffsetSpec::Earliest).await
+    }
+
+    /// Each partition's end offset (the high watermark; under `read_committed`, the last
+    /// stable offset), as Java's `endOffsets`.
+    pub async fn end_offsets(
+        &self,
+        partitions: impl IntoIterator<Item = (String, i32)>,
+    ) -> Result<BTreeMap<(String, i32), i64>, AdminError> {
+        self.edge_offsets(partitions, OffsetSpec::Latest).await
+    }
+
+    async fn edge_offsets(
+        &self,
+        partitions: impl IntoIterator<Item = (String, i32)>,
+        spec: OffsetSpec,
+    ) -> Result<BTreeMap<(String, i32), i64>, AdminError> {
+        let query = partitions.into_iter().map(|tp| (tp, spec)).collect();
+        let found = self.lookup_offsets(query).await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(tp, o)| o.map(|(offset, _)| (tp, offset)))
+            .collect())
+    }
+
+    /// Per partition, the first offset whose record's timestamp is at or after the time given
+    /// (epoch ms), with that timestamp; `None` where no record is that recent. As Java's
+    /// `offsetsForTimes`.
+    pub async fn offsets_for_times(
+        &self,
+        times: impl IntoIterator<Item = ((String, i32), i64)>,
+    ) -> Result<BTreeMap<(String, i32), Option<OffsetAndTimestamp>>, AdminError> {
+        let query = times
+            .into_iter()
+            .map(|(tp, t)| (tp, OffsetSpec::Timestamp(t)))
+            .collect();
+        let found = self.lookup_offsets(query).await?;
+        Ok(found
+            .into_iter()
+            .map(|(tp, o)| {
+                let o = o.map(|(offset, timestamp)| OffsetAndTimestamp { offset, timestamp });
+                (tp, o)
+            })
+            .collect())
     }
 
     /// The next records: at least one, at most `max.poll.records`, of whatever is already

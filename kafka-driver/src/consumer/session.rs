@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use futures_channel::oneshot;
+use kafka_core::fetcher::OffsetsId;
 use kafka_core::fetcher::{FetchEvent, Fetcher};
 use kafka_core::group::offsets::{CommitError, CommitId, LookupId};
 use kafka_core::Instant;
@@ -41,6 +42,7 @@ pub(super) struct ConsumerSession {
     pub(super) waiting: Option<oneshot::Sender<Handed>>,
     pub(super) commits: BTreeMap<CommitId, oneshot::Sender<Result<(), CommitError>>>,
     pub(super) lookups: BTreeMap<LookupId, oneshot::Sender<super::Committed>>,
+    pub(super) offset_lookups: BTreeMap<OffsetsId, oneshot::Sender<super::Found>>,
     pub(super) closers: Vec<oneshot::Sender<()>>,
     pub(super) finished: bool,
     /// What the handle shares with the session.
@@ -204,6 +206,10 @@ impl Session for ConsumerSession {
                 // Checked by the handle: it has a group and a valid pattern.
                 let _ = self.core.subscribe_pattern(&pattern, now);
             }
+            Command::Offsets(query, reply) => {
+                let id = self.core.lookup_offsets(query, now);
+                self.offset_lookups.insert(id, reply);
+            }
             Command::Committed(tps, reply) => match self.core.lookup_committed(tps, now) {
                 Some(id) => {
                     self.lookups.insert(id, reply);
@@ -259,6 +265,11 @@ impl Session for ConsumerSession {
             }
             FetchEvent::CommittedOffsets(id, result) => {
                 if let Some(reply) = self.lookups.remove(&id) {
+                    let _ = reply.send(result);
+                }
+            }
+            FetchEvent::Offsets(id, result) => {
+                if let Some(reply) = self.offset_lookups.remove(&id) {
                     let _ = reply.send(result);
                 }
             }
