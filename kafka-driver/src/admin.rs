@@ -175,6 +175,20 @@ impl<R: Runtime> Admin<R> {
         }
     }
 
+    /// Deletes partitions' records before these offsets (-1: every record up to the high
+    /// watermark), as Java's `deleteRecords`; each partition's result is its new log start
+    /// offset.
+    pub async fn delete_records(
+        &self,
+        before: BTreeMap<TopicPartition, i64>,
+    ) -> BTreeMap<TopicPartition, Result<i64, AdminError>> {
+        let copy: Vec<TopicPartition> = before.keys().cloned().collect();
+        match self.call(move |a, now| a.delete_records(before, now)).await {
+            Some(AdminResult::Offsets(r)) => r,
+            _ => copy.into_iter().map(|tp| (tp, Err(stopped()))).collect(),
+        }
+    }
+
     /// Describes the cluster: its id, controller and brokers (DescribeCluster).
     pub async fn describe_cluster(&self) -> Result<ClusterDescription, AdminError> {
         match self.call(|a, now| a.describe_cluster(now)).await {

@@ -440,5 +440,41 @@ fn the_consumer_looks_up_beginning_end_and_offsets_for_times() {
         for tp in tps() {
             assert_eq!(listed[&tp].clone().unwrap(), 11);
         }
+        // DeleteRecords moves the log start: the consumer's beginning follows.
+        let deleted = admin_delete(&bootstrap).await;
+        assert_eq!(
+            deleted[&("consumer-lookups".to_owned(), 0)]
+                .clone()
+                .unwrap(),
+            25
+        );
+        let begin = within("beginning_offsets", c.beginning_offsets(tps()))
+            .await
+            .unwrap();
+        assert_eq!(begin[&("consumer-lookups".to_owned(), 0)], 25);
+        assert_eq!(begin[&("consumer-lookups".to_owned(), 1)], 0);
     });
+}
+
+/// Deletes partition 0's records of `consumer-lookups` before offset 25, and past partition
+/// 1's end (refused: OFFSET_OUT_OF_RANGE).
+async fn admin_delete(bootstrap: &str) -> BTreeMap<(String, i32), Result<i64, AdminError>> {
+    let admin = Admin::from_map([("bootstrap.servers", bootstrap)]).unwrap();
+    let before = BTreeMap::from([
+        (("consumer-lookups".to_owned(), 0), 25),
+        (("consumer-lookups".to_owned(), 1), 1000),
+    ]);
+    let r = within("delete_records", admin.delete_records(before)).await;
+    let beyond = r[&("consumer-lookups".to_owned(), 1)].clone().unwrap_err();
+    assert!(
+        matches!(
+            beyond,
+            AdminError::Broker {
+                code: kafka_tokio::ErrorCode::OffsetOutOfRange,
+                ..
+            }
+        ),
+        "{beyond:?}"
+    );
+    r
 }

@@ -1,7 +1,8 @@
 //! The admin client's group and offset operations: listing the groups every broker
 //! coordinates, describing groups, reading a group's committed offsets, deleting groups,
 //! altering a group's offsets (the reset tools), and listing partitions' offsets by time
-//! (earliest, latest, or the first at a timestamp) from their leaders.
+//! (earliest, latest, or the first at a timestamp) from their leaders, and deleting records
+//! before an offset (DeleteRecords, to the leaders too).
 //!
 //! Group operations find the group's coordinator first (FindCoordinator) and look it up again
 //! when it moves (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a broken connection); offset
@@ -12,6 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use kafka_proto::api::ResponseBody;
 use kafka_proto::messages::consumer_group_describe_request::ConsumerGroupDescribeRequest;
 use kafka_proto::messages::delete_groups_request::DeleteGroupsRequest;
+use kafka_proto::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic,
+};
 use kafka_proto::messages::describe_groups_request::DescribeGroupsRequest;
 use kafka_proto::messages::describe_groups_response::DescribedGroup;
 use kafka_proto::messages::find_coordinator_request::FindCoordinatorRequest;
@@ -132,10 +136,13 @@ pub(super) struct ListGroupsOp {
     pub groups: Vec<GroupListing>,
 }
 
-/// ListOffsets over the partitions' leaders.
+/// ListOffsets (or DeleteRecords) over the partitions' leaders.
 #[derive(Debug, Clone)]
 pub(super) struct ListOffsetsOp {
     pub spec: OffsetSpec,
+    /// DeleteRecords instead: each partition's records before this offset go (-1: all of
+    /// them, up to the high watermark); the results are the new log start offsets.
+    pub delete_before: Option<BTreeMap<TopicPartition, i64>>,
     pub partitions: Vec<TopicPartition>,
     /// Each partition's leader, from metadata (`None` until it answered).
     pub leaders: Option<BTreeMap<TopicPartition, Option<NodeId>>>,
@@ -436,8 +443,50 @@ pub(super) fn listed(
     Ok(())
 }
 
+/// A request to one leader: ListOffsets, or DeleteRecords.
+pub(super) enum LeaderRequest {
+    List(ListOffsetsRequest),
+    Delete(DeleteRecordsRequest),
+}
+
+/// The request for the partitions `node` leads that have no result yet.
+pub(super) fn leader_request(op: &ListOffsetsOp, node: NodeId) -> Option<LeaderRequest> {
+    let Some(before) = &op.delete_before else {
+        return list_offsets_request(op, node).map(LeaderRequest::List);
+    };
+    let leaders = op.leaders.as_ref()?;
+    let mut topics: BTreeMap<&str, Vec<DeleteRecordsPartition>> = BTreeMap::new();
+    for tp in &op.partitions {
+        if leaders.get(tp) == Some(&Some(node)) && !op.results.contains_key(tp) {
+            topics
+                .entry(&tp.0)
+                .or_default()
+                .push(DeleteRecordsPartition {
+                    partition_index: tp.1,
+                    offset: before.get(tp).copied().unwrap_or(-1),
+                    ..Default::default()
+                });
+        }
+    }
+    if topics.is_empty() {
+        return None;
+    }
+    Some(LeaderRequest::Delete(DeleteRecordsRequest {
+        topics: topics
+            .into_iter()
+            .map(|(name, partitions)| DeleteRecordsTopic {
+                name: name.to_owned(),
+                partitions,
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms: 30_000,
+        ..Default::default()
+    }))
+}
+
 /// The ListOffsets request for the partitions `node` leads that have no result yet.
-pub(super) fn list_offsets_request(op: &ListOffsetsOp, node: NodeId) -> Option<ListOffsetsRequest> {
+fn list_offsets_request(op: &ListOffsetsOp, node: NodeId) -> Option<ListOffsetsRequest> {
     let leaders = op.leaders.as_ref()?;
     let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
     for tp in &op.partitions {
@@ -469,16 +518,42 @@ pub(super) fn list_offsets_request(op: &ListOffsetsOp, node: NodeId) -> Option<L
 /// Takes a leader's ListOffsets answer: results for the partitions it answered, and whether
 /// some must be asked again (their leader moved, or the error is retriable).
 pub(super) fn offsets_listed(op: &mut ListOffsetsOp, body: ResponseBody) -> Option<String> {
-    let ResponseBody::ListOffsets(r) = body else {
-        return Some("an answer of another kind".into());
+    // (topic, partition, error, offset): the listed offset, or the new log start.
+    let answers: Vec<(String, i32, i16, i64)> = match body {
+        ResponseBody::ListOffsets(r) => r
+            .topics
+            .into_iter()
+            .flat_map(|t| {
+                let name = t.name;
+                t.partitions
+                    .into_iter()
+                    .map(move |p| (name.clone(), p.partition_index, p.error_code, p.offset))
+            })
+            .collect(),
+        ResponseBody::DeleteRecords(r) => r
+            .topics
+            .into_iter()
+            .flat_map(|t| {
+                let name = t.name;
+                t.partitions.into_iter().map(move |p| {
+                    (
+                        name.clone(),
+                        p.partition_index,
+                        p.error_code,
+                        p.low_watermark,
+                    )
+                })
+            })
+            .collect(),
+        _ => return Some("an answer of another kind".into()),
     };
     let mut again = None;
-    for t in r.topics {
-        for p in t.partitions {
-            let tp = (t.name.clone(), p.partition_index);
-            match ErrorCode::from_code(p.error_code) {
+    for (topic, partition, error_code, offset) in answers {
+        {
+            let tp = (topic, partition);
+            match ErrorCode::from_code(error_code) {
                 None => {
-                    op.results.insert(tp, Ok(p.offset));
+                    op.results.insert(tp, Ok(offset));
                 }
                 Some(code) if code.is_retriable() => {
                     // The leader moved, or is not ready: learn the leaders again.
@@ -584,13 +659,17 @@ impl super::Admin {
                     if o.at.contains(&node) {
                         continue;
                     }
-                    let Some(req) = list_offsets_request(l, node) else {
+                    let Some(req) = leader_request(l, node) else {
                         continue;
                     };
                     let Some(conn) = self.net.ready(node, super::Purpose::Data, now) else {
                         continue;
                     };
-                    let sent = self.net.send(conn, &req, Tag::Node(id, node), true, now);
+                    let tag = Tag::Node(id, node);
+                    let sent = match &req {
+                        LeaderRequest::List(r) => self.net.send(conn, r, tag, true, now),
+                        LeaderRequest::Delete(r) => self.net.send(conn, r, tag, true, now),
+                    };
                     self.sent(id, Some(node), sent, now);
                 }
             }

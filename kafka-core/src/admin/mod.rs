@@ -386,7 +386,22 @@ impl Admin {
     ) -> OpId {
         let op = ListOffsetsOp {
             spec,
+            delete_before: None,
             partitions,
+            leaders: None,
+            results: BTreeMap::new(),
+        };
+        self.start(Kind::ListOffsets(op), now)
+    }
+
+    /// Deletes partitions' records before these offsets (-1: every record, up to the high
+    /// watermark), at their leaders (DeleteRecords); each partition's result is its new log
+    /// start offset.
+    pub fn delete_records(&mut self, before: BTreeMap<TopicPartition, i64>, now: Instant) -> OpId {
+        let op = ListOffsetsOp {
+            spec: OffsetSpec::Earliest,
+            partitions: before.keys().cloned().collect(),
+            delete_before: Some(before),
             leaders: None,
             results: BTreeMap::new(),
         };
