@@ -46,6 +46,15 @@ pub trait Runtime: Send + Sync + 'static {
         os_clock::wall_clock_us()
     }
 
+    /// A seed for a client whose config sets no `random.seed` (its member id under the
+    /// consumer protocol comes from it, so two clients must not share one). The default draws
+    /// from the process's hash randomness; a simulated runtime returns seeds from its run's
+    /// seed, so that runs replay.
+    fn seed() -> u64 {
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one(0x6b61_666b_u64) >> 1
+    }
+
     /// A timer that fires at `at` on [`Runtime::now`]'s clock.
     fn timer(at: Instant) -> Self::Timer;
 

@@ -299,19 +299,13 @@ impl<R> std::fmt::Debug for Consumer<R> {
     }
 }
 
-/// A seed from the process's hash randomness (no dependency, no clock).
-fn entropy() -> u64 {
-    use std::hash::BuildHasher;
-    std::collections::hash_map::RandomState::new().hash_one(0x6b61_666b_u64) >> 1
-}
-
 impl<R: Runtime> Consumer<R> {
     /// Starts a consumer's driver.
     pub fn new(mut config: ConsumerConfig) -> Self {
         if !config.is_explicit("random.seed") {
             // The core's choices are reproducible from the seed; a real consumer needs its
             // own (its member id under the consumer protocol comes from it).
-            config.random_seed = entropy();
+            config.random_seed = R::seed();
         }
         let tokens = config.security.token_provider.clone();
         let (tx, rx) = mpsc::unbounded();

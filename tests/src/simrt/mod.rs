@@ -53,6 +53,9 @@ pub struct Env {
     pub wire: RefCell<Wire>,
     /// The wall clock at virtual time zero (µs since the epoch).
     pub wall_origin_us: i64,
+    /// The next seed a client made without `random.seed` draws: from the run's seed, so a
+    /// run replays.
+    pub next_client_seed: std::cell::Cell<u64>,
 }
 
 impl Env {
@@ -127,6 +130,15 @@ impl Runtime for SimRuntime {
     fn reset(timer: &mut SimTimer, at: Instant) {
         with_env(|env| env.exec.reset_timer(timer.0, at));
     }
+
+    fn seed() -> u64 {
+        with_env(|env| {
+            let s = env.next_client_seed.get();
+            env.next_client_seed
+                .set(s.wrapping_add(1) & (u64::MAX >> 1));
+            s
+        })
+    }
 }
 
 /// Starts a task from inside the simulation: a child of the calling task, so crashing the
@@ -168,6 +180,7 @@ impl Sim {
                 SimCluster::new(cluster, seed),
             )),
             wall_origin_us: 1_700_000_000_000_000,
+            next_client_seed: std::cell::Cell::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 1),
         });
         ENV.with(|e| {
             let mut e = e.borrow_mut();
