@@ -494,12 +494,46 @@ macro_rules! suite {
                         Duration::from_secs(10),
                         "stream",
                         c.stream()
-                            .take(89)
+                            .take(39)
                             .map(|r| r.unwrap().offset)
                             .collect::<Vec<_>>(),
                     )
                     .await;
-                    assert_eq!(rest, (11..100).collect::<Vec<_>>());
+                    assert_eq!(rest, (11..50).collect::<Vec<_>>());
+                    // The consumer is a Stream itself: between items it stays free for seek,
+                    // pause and position.
+                    let mut seen = Vec::new();
+                    let mut sought = false;
+                    while seen.len() < 50 {
+                        let r = within(Duration::from_secs(10), "next", c.next())
+                            .await
+                            .expect("not closed")
+                            .unwrap();
+                        seen.push(r.offset);
+                        if r.offset == 60 && !std::mem::replace(&mut sought, true) {
+                            // Back to 55, once, read again from there.
+                            c.seek("ctl", 0, StartFrom::Offset(55));
+                            c.pause("ctl", 0);
+                            c.resume("ctl", 0);
+                        }
+                    }
+                    let mut expected: Vec<i64> = (50..=60).collect();
+                    expected.extend(55..94);
+                    assert_eq!(seen, expected);
+                    c.seek("ctl", 0, StartFrom::Offset(94));
+                    c.pause("ctl", 0);
+                    c.resume("ctl", 0);
+                    let rest: Vec<i64> = within(
+                        Duration::from_secs(10),
+                        "stream",
+                        (&mut c)
+                            .take(6)
+                            .map(|r| r.unwrap().offset)
+                            .collect::<Vec<_>>(),
+                    )
+                    .await;
+                    assert_eq!(rest, (94..100).collect::<Vec<_>>());
+                    assert_eq!(c.position("ctl", 0).await, Some(100));
                     let end = within(Duration::from_secs(10), "end", c.next_event())
                         .await
                         .unwrap();

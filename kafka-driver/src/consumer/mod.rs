@@ -848,13 +848,38 @@ impl<R: Runtime> Consumer<R> {
         self.assignment.iter().cloned().collect()
     }
 
-    /// The records as a `Stream` (each item is what `recv` would return).
+    /// The records as a `Stream` borrowing the consumer for as long as it lives (each item is
+    /// what `recv` would return). The consumer is itself a `Stream` too, which leaves it free
+    /// between items: `while let Some(r) = consumer.next().await { consumer.commit().await?; }`.
     pub fn stream(&mut self) -> impl Stream<Item = Result<ConsumerRecord, ConsumeError>> + '_ {
         futures_util::stream::unfold(self, |c| async move {
             let r = c.recv().await;
             let stop = matches!(r, Err(ConsumeError::Closed));
             (!stop).then_some((r, c))
         })
+    }
+}
+
+/// The consumer is a `Stream` of records (each item is what `recv` would return; it ends when
+/// the consumer is closed). `StreamExt::next` borrows it only while it waits, so `commit`,
+/// `seek`, `pause` and the rest stay usable between items. Waiting is cancel-safe (the
+/// pending answer is kept on the consumer, as for `recv`), which is what lets each poll make
+/// a fresh `recv` future.
+impl<R: Runtime> Stream for Consumer<R> {
+    type Item = Result<ConsumerRecord, ConsumeError>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::future::Future;
+        let this = self.get_mut();
+        let fut = std::pin::pin!(this.recv());
+        match fut.poll(cx) {
+            std::task::Poll::Ready(Err(ConsumeError::Closed)) => std::task::Poll::Ready(None),
+            std::task::Poll::Ready(r) => std::task::Poll::Ready(Some(r)),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
     }
 }
 
