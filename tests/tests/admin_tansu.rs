@@ -1,4 +1,4 @@
-//! The admin and consumer calls of issue #22 against Tansu, the quickstart's embedded broker:
+//! The admin, group and consumer calls of issue #22 against Tansu, the quickstart's embedded broker:
 //! what it answers, pinned down so that a change in either shows (its gaps are in
 //! `docs/compat.md`). Apache Kafka's answers are checked in `admin_groups_kafka.rs`.
 
@@ -99,5 +99,85 @@ fn tansu_answers_the_admin_and_lookup_calls() {
         for tp in tps() {
             assert_eq!(Some(end[&tp]), listed[&tp].clone().ok(), "{tp:?}");
         }
+    });
+}
+
+/// The group tools' calls on Tansu: a group that read and committed is listed, described
+/// (members gone: `Empty`), its offsets read, altered (no members) and deleted.
+#[test]
+fn tansu_answers_the_group_calls() {
+    let broker = TestBroker::exclusive(Kind::Tansu);
+    let b = broker.addr.clone();
+    broker.create_topic("tansu-groups", 1);
+    block_on(async {
+        let p = Producer::from_map([("bootstrap.servers", b.as_str())]).unwrap();
+        for i in 0..10 {
+            p.send(Record::new("tansu-groups", format!("v{i}")))
+                .await
+                .unwrap();
+        }
+        p.flush().await;
+        let mut c = Consumer::from_map([
+            ("bootstrap.servers", b.as_str()),
+            ("group.id", "tansu-g"),
+            ("auto.offset.reset", "earliest"),
+            ("enable.auto.commit", "false"),
+        ])
+        .unwrap();
+        c.subscribe(["tansu-groups"]).unwrap();
+        let mut read = 0;
+        while read < 10 {
+            read += within("reading", c.recv_batch()).await.unwrap().len();
+        }
+        within("commit", c.commit()).await.unwrap();
+        let admin = Admin::from_map([("bootstrap.servers", b.as_str())]).unwrap();
+        // With its member: Tansu answers ConsumerGroupDescribe for it as an empty consumer
+        // group, so the classic DescribeGroups is asked too, and tells the truth.
+        let live = within("describe_group", admin.describe_group("tansu-g"))
+            .await
+            .unwrap();
+        assert_eq!(live.members.len(), 1, "{live:?}");
+        assert!(!live.consumer_protocol, "{live:?}");
+        // Tansu 0.6's DescribeGroups carries no member assignment (docs/compat.md).
+        assert!(
+            live.members[0].assignment.is_empty(),
+            "Tansu now describes assignments: update compat.md ({live:?})"
+        );
+        c.close(Duration::from_secs(10)).await;
+
+        let groups = within("list_groups", admin.list_groups()).await.unwrap();
+        let g = groups
+            .iter()
+            .find(|g| g.group_id == "tansu-g")
+            .unwrap_or_else(|| panic!("listed: {groups:?}"));
+        // Tansu 0.6 names every state Unknown (docs/compat.md).
+        assert_eq!(g.state.as_deref(), Some("Unknown"), "{g:?}");
+        let d = within("describe_group", admin.describe_group("tansu-g"))
+            .await
+            .unwrap();
+        assert!(d.members.is_empty(), "{d:?}");
+        let tp = ("tansu-groups".to_owned(), 0);
+        let offsets = within("list_group_offsets", admin.list_group_offsets("tansu-g"))
+            .await
+            .unwrap();
+        assert_eq!(offsets.get(&tp), Some(&10), "{offsets:?}");
+        within(
+            "alter_group_offsets",
+            admin.alter_group_offsets("tansu-g", BTreeMap::from([(tp.clone(), 4)])),
+        )
+        .await
+        .unwrap();
+        let offsets = within("list_group_offsets", admin.list_group_offsets("tansu-g"))
+            .await
+            .unwrap();
+        assert_eq!(offsets.get(&tp), Some(&4), "{offsets:?}");
+        within("delete_group", admin.delete_group("tansu-g"))
+            .await
+            .unwrap();
+        let groups = within("list_groups", admin.list_groups()).await.unwrap();
+        assert!(
+            groups.iter().all(|g| g.group_id != "tansu-g"),
+            "deleted: {groups:?}"
+        );
     });
 }

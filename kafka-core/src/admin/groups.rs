@@ -126,6 +126,11 @@ pub(super) struct GroupOp {
     /// Describe with the classic DescribeGroups: ConsumerGroupDescribe said the group is not a
     /// consumer-protocol group, or the broker does not have it. Java tries the same way round.
     pub classic: bool,
+    /// ConsumerGroupDescribe's answer for a group without members, kept while DescribeGroups is
+    /// asked too: Tansu answers ConsumerGroupDescribe for classic groups, without their
+    /// members, where Kafka says GROUP_ID_NOT_FOUND. Used if DescribeGroups has nothing better
+    /// (an error, or `Dead`).
+    pub empty_consumer: Option<GroupDescription>,
 }
 
 /// ListGroups over every broker.
@@ -254,8 +259,10 @@ pub(super) enum GroupRequest {
 pub(super) enum GroupAnswer {
     Done(AdminResult),
     Retry(String, bool),
-    /// Not a consumer-protocol group: describe it with DescribeGroups, at once.
-    Classic,
+    /// Not a consumer-protocol group (or an empty one, which may be a classic group on a
+    /// broker that describes those as empty consumer groups): describe it with DescribeGroups,
+    /// at once, keeping this answer for when that has nothing better.
+    Classic(Option<GroupDescription>),
 }
 
 fn retry_or_fail(
@@ -282,20 +289,29 @@ pub(super) fn group_answer(op: &GroupOp, body: ResponseBody) -> GroupAnswer {
                 return GroupAnswer::Retry("the group was not described".into(), false);
             };
             match ErrorCode::from_code(g.error_code) {
-                Some(ErrorCode::GroupIdNotFound) => GroupAnswer::Classic,
+                Some(ErrorCode::GroupIdNotFound) => GroupAnswer::Classic(None),
                 Some(code) => retry_or_fail(code, g.error_message.clone(), |e| {
                     AdminResult::GroupDescription(Err(e))
                 }),
-                None => GroupAnswer::Done(AdminResult::GroupDescription(Ok(describe_consumer(
-                    g,
-                    coordinator,
-                )))),
+                None => {
+                    let d = describe_consumer(g, coordinator);
+                    if d.members.is_empty() {
+                        GroupAnswer::Classic(Some(d))
+                    } else {
+                        GroupAnswer::Done(AdminResult::GroupDescription(Ok(d)))
+                    }
+                }
             }
         }
         ResponseBody::DescribeGroups(r) => {
             let Some(g) = r.groups.into_iter().find(|g| g.group_id == op.group) else {
                 return GroupAnswer::Retry("the group was not described".into(), false);
             };
+            if let Some(d) = &op.empty_consumer {
+                if g.error_code != 0 || g.group_state == "Dead" {
+                    return GroupAnswer::Done(AdminResult::GroupDescription(Ok(d.clone())));
+                }
+            }
             match ErrorCode::from_code(g.error_code) {
                 Some(code) => retry_or_fail(code, g.error_message.clone(), |e| {
                     AdminResult::GroupDescription(Err(e))
@@ -860,8 +876,9 @@ impl super::Admin {
                 }
                 self.retry(id, why, now);
             }
-            GroupAnswer::Classic => {
+            GroupAnswer::Classic(empty) => {
                 g.classic = true;
+                g.empty_consumer = empty;
                 self.try_send_more(id, now);
             }
         }

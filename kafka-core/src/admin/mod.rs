@@ -436,6 +436,7 @@ impl Admin {
             action,
             coordinator: None,
             classic: false,
+            empty_consumer: None,
         };
         self.start(Kind::Group(op), now)
     }
