@@ -155,12 +155,7 @@ pub(super) struct ListOffsetsOp {
 }
 
 pub(super) fn find_group(group: &str) -> FindCoordinatorRequest {
-    FindCoordinatorRequest {
-        key: group.to_owned(),
-        key_type: 0,
-        coordinator_keys: vec![group.to_owned()],
-        ..Default::default()
-    }
+    crate::group::find_coordinator_request(group)
 }
 
 /// The coordinator a FindCoordinator answer names (v4+ per key, older at the top level), or

@@ -139,7 +139,7 @@ impl Fetcher {
                 let Some(conn) = self.net.ready(node, crate::net::Purpose::Data, now) else {
                     continue;
                 };
-                let req = self.lookup_request(&tps);
+                let req = self.list_offsets_request(&tps);
                 let names: Vec<TopicPartition> = tps.into_iter().map(|(tp, _)| tp).collect();
                 let tag = Tag::Lookup(id, names.clone());
                 if self.net.send(conn, &req, tag, true, now).is_ok() {
@@ -150,7 +150,9 @@ impl Fetcher {
         }
     }
 
-    fn lookup_request(&self, tps: &[(TopicPartition, i64)]) -> ListOffsetsRequest {
+    /// ListOffsets for these partitions, each at its timestamp (-2 earliest, -1 latest), at
+    /// the consumer's isolation level: for positions to start from, and for lookups.
+    pub(super) fn list_offsets_request(&self, tps: &[(TopicPartition, i64)]) -> ListOffsetsRequest {
         let mut topics: BTreeMap<&str, ListOffsetsTopic> = BTreeMap::new();
         for (tp, ts) in tps {
             topics

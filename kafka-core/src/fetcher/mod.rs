@@ -41,9 +41,6 @@ use kafka_proto::api::ResponseBody;
 use kafka_proto::messages::fetch_request::{
     FetchPartition, FetchRequest, FetchTopic, ForgottenTopic,
 };
-use kafka_proto::messages::list_offsets_request::{
-    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
-};
 use kafka_proto::messages::list_offsets_response::ListOffsetsResponse;
 use kafka_proto::{DecodeError, ErrorCode};
 
@@ -565,33 +562,17 @@ impl Fetcher {
             let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
                 continue;
             };
-            let mut topics: BTreeMap<String, ListOffsetsTopic> = BTreeMap::new();
-            for tp in &tps {
-                let timestamp = match self.parts[tp].start {
-                    StartFrom::Earliest => EARLIEST,
-                    _ => LATEST,
-                };
-                topics
-                    .entry(tp.0.clone())
-                    .or_insert_with(|| ListOffsetsTopic {
-                        name: tp.0.clone(),
-                        ..Default::default()
-                    })
-                    .partitions
-                    .push(ListOffsetsPartition {
-                        partition_index: tp.1,
-                        current_leader_epoch: -1,
-                        timestamp,
-                        ..Default::default()
-                    });
-            }
-            let req = ListOffsetsRequest {
-                replica_id: -1,
-                isolation_level: self.cfg.isolation_level.wire_value(),
-                topics: topics.into_values().collect(),
-                timeout_ms: self.cfg.request_timeout.as_millis().min(i32::MAX as u128) as i32,
-                ..Default::default()
-            };
+            let asked: Vec<(TopicPartition, i64)> = tps
+                .iter()
+                .map(|tp| {
+                    let timestamp = match self.parts[tp].start {
+                        StartFrom::Earliest => EARLIEST,
+                        _ => LATEST,
+                    };
+                    (tp.clone(), timestamp)
+                })
+                .collect();
+            let req = self.list_offsets_request(&asked);
             if self
                 .net
                 .send(conn, &req, Tag::ListOffsets(self.reqs(&tps)), true, now)

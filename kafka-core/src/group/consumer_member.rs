@@ -17,7 +17,6 @@ use kafka_proto::messages::consumer_group_heartbeat_request::{
     ConsumerGroupHeartbeatRequest, TopicPartitions,
 };
 use kafka_proto::messages::consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse;
-use kafka_proto::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_proto::ErrorCode;
 use uuid::Uuid;
 
@@ -109,9 +108,6 @@ pub struct ConsumerMembership {
     want_coordinator: bool,
     events: VecDeque<GroupEvent>,
 }
-
-/// The coordinator key type for groups in FindCoordinator.
-const GROUP_KEY: i8 = 0;
 
 impl ConsumerMembership {
     /// A membership for `cfg.group_id` (which must be set).
@@ -350,15 +346,20 @@ impl ConsumerMembership {
         self.owned.iter().map(|(tp, id)| (*id, tp.1)).collect()
     }
 
-    /// The membership is fenced: what it owned is lost (another member may have it now), and
-    /// it joins again with epoch 0.
-    fn fenced(&mut self, now: Instant) {
+    /// Everything owned is lost (another member may have it now): reported, and forgotten
+    /// with the assignment being reconciled.
+    fn lose_all(&mut self) {
         let lost: Vec<TopicPartition> = std::mem::take(&mut self.owned).into_keys().collect();
         if !lost.is_empty() {
             self.events.push_back(GroupEvent::Lost(lost));
         }
         self.revoking = None;
         self.target = None;
+    }
+
+    /// The membership is fenced: what it owned is lost, and it joins again with epoch 0.
+    fn fenced(&mut self, now: Instant) {
+        self.lose_all();
         self.epoch = JOIN_EPOCH;
         self.sent = Sent::default();
         self.next_heartbeat = now;
@@ -366,11 +367,7 @@ impl ConsumerMembership {
 
     fn fail(&mut self, code: ErrorCode) {
         self.state = State::Failed;
-        let lost: Vec<TopicPartition> = std::mem::take(&mut self.owned).into_keys().collect();
-        if !lost.is_empty() {
-            self.events.push_back(GroupEvent::Lost(lost));
-        }
-        self.revoking = None;
+        self.lose_all();
         self.events.push_back(GroupEvent::Fatal(code));
     }
 
@@ -399,12 +396,7 @@ impl ConsumerMembership {
                 return None;
             }
             self.pending = Some(Pending::Find);
-            let req = FindCoordinatorRequest {
-                key: self.group_id.clone(),
-                key_type: GROUP_KEY,
-                coordinator_keys: vec![self.group_id.clone()],
-                ..Default::default()
-            };
+            let req = super::find_coordinator_request(&self.group_id);
             return Some((Target::AnyNode, GroupRequest::FindCoordinator(req)));
         };
         let to = Target::Coordinator(node);
@@ -594,12 +586,7 @@ impl ConsumerMembership {
             self.retry_at = None;
         }
         if self.poll_deadline().is_some_and(|t| now > t) {
-            let lost: Vec<TopicPartition> = std::mem::take(&mut self.owned).into_keys().collect();
-            if !lost.is_empty() {
-                self.events.push_back(GroupEvent::Lost(lost));
-            }
-            self.revoking = None;
-            self.target = None;
+            self.lose_all();
             self.rejoin_on_poll = true;
             if self.coordinator.is_none() || self.epoch <= JOIN_EPOCH && self.pending.is_none() {
                 self.finish_leaving();

@@ -141,9 +141,6 @@ pub struct Membership {
     events: VecDeque<GroupEvent>,
 }
 
-/// The coordinator key type for groups in FindCoordinator.
-const GROUP_KEY: i8 = 0;
-
 impl Membership {
     /// A membership for `cfg.group_id` (which must be set).
     pub fn new(cfg: &ConsumerConfig) -> Option<Membership> {
@@ -434,12 +431,7 @@ impl Membership {
                 return None;
             }
             self.pending = Some(Pending::Find);
-            let req = FindCoordinatorRequest {
-                key: self.group_id.clone(),
-                key_type: GROUP_KEY,
-                coordinator_keys: vec![self.group_id.clone()],
-                ..Default::default()
-            };
+            let req = super::find_coordinator_request(&self.group_id);
             return Some((Target::AnyNode, GroupRequest::FindCoordinator(req)));
         };
         let to = Target::Coordinator(node);

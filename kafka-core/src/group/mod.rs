@@ -12,10 +12,22 @@ pub mod payload;
 
 pub use assignor::{Assignment, Assignor, Member, RebalanceProtocol, TopicPartition};
 
+use kafka_proto::messages::find_coordinator_request::FindCoordinatorRequest;
 use kafka_proto::messages::find_coordinator_response::FindCoordinatorResponse;
 use kafka_proto::ErrorCode;
 
 use crate::config::HostPort;
+
+/// FindCoordinator for a group (key type 0), with the key both ways: `key` up to v3,
+/// `coordinator_keys` from v4 (the encoder writes whichever the version has).
+pub(crate) fn find_coordinator_request(group: &str) -> FindCoordinatorRequest {
+    FindCoordinatorRequest {
+        key: group.to_owned(),
+        key_type: 0,
+        coordinator_keys: vec![group.to_owned()],
+        ..Default::default()
+    }
+}
 
 /// What a FindCoordinator answer says of the (single) key asked: its error, the node id and
 /// the node's address. v4+ answers per key; older versions at the top level.
