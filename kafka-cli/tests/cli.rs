@@ -556,10 +556,20 @@ mod kafka {
                 e["source"].as_str().unwrap().to_owned(),
             )
         };
-        assert_eq!(
-            value("retention.ms"),
-            (Some("7654321".into()), "DYNAMIC_TOPIC_CONFIG".into())
+        // The controller applies it through the metadata log: the broker shows it shortly.
+        let wanted = (
+            Some("7654321".to_owned()),
+            "DYNAMIC_TOPIC_CONFIG".to_owned(),
         );
+        let mut got = value("retention.ms");
+        for _ in 0..50 {
+            if got == wanted {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            got = value("retention.ms");
+        }
+        assert_eq!(got, wanted);
         let table = ok(&cli(b, &["config", "describe", "-t", "cli-conf"], ""));
         assert!(
             table
@@ -579,7 +589,15 @@ mod kafka {
             ],
             "",
         ));
-        assert_ne!(value("retention.ms").1, "DYNAMIC_TOPIC_CONFIG");
+        let mut reset = value("retention.ms");
+        for _ in 0..50 {
+            if reset.1 != "DYNAMIC_TOPIC_CONFIG" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            reset = value("retention.ms");
+        }
+        assert_ne!(reset.1, "DYNAMIC_TOPIC_CONFIG");
         fails_with(
             &cli(b, &["config", "describe", "-t", "cli-no-such"], ""),
             "UNKNOWN_TOPIC_OR_PARTITION",

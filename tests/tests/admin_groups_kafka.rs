@@ -295,9 +295,17 @@ fn the_cluster_a_consumer_protocol_group_and_configs_are_described_and_altered()
                 .unwrap_or_else(|| panic!("{key} is listed"))
                 .clone()
         };
-        let entries = within("describe_configs", admin.describe_configs(topic.clone()))
-            .await
-            .unwrap();
+        // The new topic reaches the broker's metadata shortly after the controller answered.
+        let mut entries = Vec::new();
+        for _ in 0..100 {
+            if let Ok(e) = within("describe_configs", admin.describe_configs(topic.clone())).await {
+                entries = e;
+                if entries.iter().any(|e| e.name == "retention.ms") {
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let retention = find(&entries, "retention.ms");
         assert_eq!(retention.value.as_deref(), Some("123456789"));
         assert_eq!(retention.source, ConfigSource::DynamicTopic);
@@ -317,9 +325,19 @@ fn the_cluster_a_consumer_protocol_group_and_configs_are_described_and_altered()
         )
         .await
         .unwrap();
-        let entries = within("describe_configs", admin.describe_configs(topic))
-            .await
-            .unwrap();
+        // Applied through the metadata log: the broker shows it shortly.
+        let mut entries = Vec::new();
+        for _ in 0..100 {
+            entries = within("describe_configs", admin.describe_configs(topic.clone()))
+                .await
+                .unwrap();
+            if find(&entries, "cleanup.policy").value.as_deref() == Some("compact")
+                && find(&entries, "retention.ms").source != ConfigSource::DynamicTopic
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let policy = find(&entries, "cleanup.policy");
         assert_eq!(policy.value.as_deref(), Some("compact"));
         assert_eq!(policy.source, ConfigSource::DynamicTopic);
