@@ -654,33 +654,30 @@ impl Admin {
         if self.net.nodes().contains_key(&node) {
             return self.net.ready(node, Purpose::Data, now);
         }
-        if !self.refreshing {
-            if let Some(conn) = self.net.least_loaded(now) {
-                let req = metadata_request(Some(Vec::new()));
-                if self.net.send(conn, &req, Tag::Refresh, true, now).is_ok() {
-                    self.refreshing = true;
-                }
-            }
-        }
+        self.refresh(now);
         None
     }
 
     /// The controller's connection, learning who it is first if needed.
     fn controller_conn(&mut self, now: Instant) -> Option<ConnId> {
         match self.controller {
-            Some(node) if self.net.nodes().contains_key(&node) => {
-                self.net.ready(node, Purpose::Data, now)
-            }
-            _ => {
-                if !self.refreshing {
-                    if let Some(conn) = self.net.least_loaded(now) {
-                        let req = metadata_request(Some(Vec::new()));
-                        if self.net.send(conn, &req, Tag::Refresh, true, now).is_ok() {
-                            self.refreshing = true;
-                        }
-                    }
-                }
+            Some(node) => self.node_conn(node, now),
+            None => {
+                self.refresh(now);
                 None
+            }
+        }
+    }
+
+    /// Asks any broker for the brokers and the controller, unless a refresh is in flight.
+    fn refresh(&mut self, now: Instant) {
+        if self.refreshing {
+            return;
+        }
+        if let Some(conn) = self.net.least_loaded(now) {
+            let req = metadata_request(Some(Vec::new()));
+            if self.net.send(conn, &req, Tag::Refresh, true, now).is_ok() {
+                self.refreshing = true;
             }
         }
     }
