@@ -326,6 +326,7 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
     }
     let seconds = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
+    let metrics = consumer.metrics().await;
     consumer.close(std::time::Duration::from_secs(10)).await;
     let rps = count as f64 / seconds;
     let mbps = bytes as f64 / seconds / 1e6;
@@ -336,6 +337,15 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
             "seconds": seconds,
             "records_per_sec": rps,
             "mb_per_sec": mbps,
+            "metrics": crate::format::headline(&metrics, "consumer-fetch-manager-metrics", &[
+                "fetch-latency-avg",
+                "fetch-latency-max",
+                "fetch-size-avg",
+                "fetch-rate",
+                "records-lag-max",
+                "records-consumed-total",
+                "bytes-consumed-total",
+            ]),
         });
         println!("{out}");
     } else {

@@ -112,6 +112,23 @@ impl Format {
     }
 }
 
+/// The named client-wide metrics of `group`, as a JSON object keyed by Java's names (NaN,
+/// an average of nothing, as null).
+pub fn headline(
+    m: &kafka_tokio::MetricsSnapshot,
+    group: &str,
+    names: &[&str],
+) -> serde_json::Value {
+    names
+        .iter()
+        .map(|n| {
+            let v = m.get(group, n).filter(|v| v.is_finite());
+            ((*n).to_owned(), serde_json::json!(v))
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

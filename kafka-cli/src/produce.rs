@@ -305,6 +305,7 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
     }
     let seconds = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
+    let metrics = producer.metrics();
     producer.close(Duration::from_secs(30)).await;
     if let Some(f) = tally.first {
         return Err(format!(
@@ -336,6 +337,7 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
             "p50_ms": p50,
             "p99_ms": p99,
             "p99_9_ms": p999,
+            "metrics": crate::format::headline(&metrics, "producer-metrics", PRODUCER_HEADLINE),
         });
         println!("{out}");
     } else {
@@ -349,6 +351,50 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
             "{} records of {} B in {seconds:.2} s: {rps:.0} records/s, {mbps:.1} MB/s{latency}",
             a.count, a.size
         );
+        let m = |name| metrics.get("producer-metrics", name).unwrap_or(f64::NAN);
+        println!(
+            "request latency avg {:.1} ms (max {:.0}), batch size avg {:.0} B (max {:.0}), \
+             {:.0} records per request, queue time avg {:.1} ms (max {:.0}); the last {} s",
+            m("request-latency-avg"),
+            m("request-latency-max"),
+            m("batch-size-avg"),
+            m("batch-size-max"),
+            m("records-per-request-avg"),
+            m("record-queue-time-avg"),
+            m("record-queue-time-max"),
+            window_seconds(&a.config),
+        );
     }
     Ok(())
+}
+
+/// The producer metrics `perf produce --json` reports (Java's names).
+const PRODUCER_HEADLINE: &[&str] = &[
+    "request-latency-avg",
+    "request-latency-max",
+    "batch-size-avg",
+    "batch-size-max",
+    "records-per-request-avg",
+    "record-queue-time-avg",
+    "record-queue-time-max",
+    "compression-rate-avg",
+    "produce-throttle-time-avg",
+    "record-send-total",
+    "record-retry-total",
+    "record-error-total",
+    "bufferpool-wait-time-ns-total",
+    "buffer-available-bytes",
+];
+
+/// The span the windowed metrics cover: `metrics.sample.window.ms` × `metrics.num.samples`.
+fn window_seconds(config: &[String]) -> u64 {
+    let get = |key: &str, default: u64| {
+        config
+            .iter()
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| k.trim() == key)
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .unwrap_or(default)
+    };
+    get("metrics.sample.window.ms", 30_000) * get("metrics.num.samples", 2) / 1000
 }

@@ -66,6 +66,7 @@ pub mod config;
 pub mod fetcher;
 pub mod group;
 pub mod metadata;
+pub mod metrics;
 pub mod net;
 pub mod partitioner;
 pub mod producer;

@@ -36,6 +36,7 @@ fn cfg(seed: u64) -> NetConfig {
         max_in_flight: 5,
         seed,
         security: Default::default(),
+        metrics_window: Default::default(),
     }
 }
 

@@ -1473,3 +1473,79 @@ fn a_base_offset_at_the_end_of_the_range_does_not_overflow() {
         Some(Outcome::Delivered { offset: None, .. })
     ));
 }
+
+/// The producer's metrics against what the scripted broker saw, in virtual time: Java's
+/// names and its counting (every send attempt counts in `record-send`, each retry in
+/// `record-retry`, each final failure in `record-error`).
+#[test]
+fn metrics_count_what_the_producer_did() {
+    let mut h = Harness::new(
+        &[
+            ("linger.ms", "0"),
+            ("client.id", "m"),
+            ("retries", "1"),
+            ("retry.backoff.ms", "10"),
+        ],
+        1,
+    );
+    warm(&mut h);
+    // NOT_ENOUGH_REPLICAS once: retried, then delivered.
+    h.cluster.lock().unwrap().faults.push_back(Fault::Error(19));
+    let a = h.send("a");
+    h.ms(100);
+    assert!(matches!(h.outcome(a), Some(Outcome::Delivered { .. })));
+    // Twice: retried once (retries=1), then failed.
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .extend([Fault::Error(19), Fault::Error(19)]);
+    let b = h.send("b");
+    h.ms(100);
+    assert!(matches!(h.outcome(b), Some(Outcome::Failed { .. })));
+    let m = h.p.metrics(h.now);
+    let get = |name: &str| m.get("producer-metrics", name).unwrap();
+    assert_eq!(h.produce_count(), 5, "warm-up, a twice, b twice");
+    assert_eq!(get("record-send-total"), 5.0);
+    assert_eq!(get("record-retry-total"), 2.0);
+    assert_eq!(get("record-error-total"), 1.0);
+    assert_eq!(get("records-per-request-avg"), 1.0);
+    // Every event fell in the first 30 s sample: Java's rate divides by its age plus one
+    // whole window (metrics.num.samples = 2).
+    let elapsed = h.now.saturating_duration_since(Instant::ZERO).as_secs_f64() + 30.0;
+    assert!((get("record-send-rate") - 5.0 / elapsed).abs() < 1e-9);
+    assert!(get("batch-size-avg") > 61.0, "a batch header is 61 bytes");
+    assert!(
+        get("batch-size-max") > get("batch-size-avg"),
+        "the warm-up record is the longest"
+    );
+    assert_eq!(get("compression-rate-avg"), 1.0);
+    assert_eq!(get("produce-throttle-time-avg"), 0.0);
+    assert_eq!(get("buffer-available-bytes"), 33554432.0);
+    let topic = |name: &str| {
+        m.find("producer-topic-metrics", name, &[("topic", "t")])
+            .unwrap()
+    };
+    assert_eq!(topic("record-send-total"), 5.0);
+    assert_eq!(topic("record-error-total"), 1.0);
+    assert_eq!(topic("record-retry-total"), 2.0);
+    // Connections: the bootstrap connection became node 1's, and stayed.
+    assert_eq!(get("connection-count"), 1.0);
+    assert_eq!(get("connection-creation-total"), 1.0);
+    assert_eq!(get("connection-close-total"), 0.0);
+    assert_eq!(get("request-total"), get("response-total"));
+    // Per node: the bootstrap connection's requests (ApiVersions, the first Metadata) count
+    // as node -1's until it is known to be node 1's.
+    let node = |id: &str, name: &str| {
+        m.find("producer-node-metrics", name, &[("node-id", id)])
+            .unwrap()
+    };
+    assert_eq!(node("node--1", "request-total"), 2.0);
+    assert_eq!(
+        node("node--1", "request-total") + node("node-1", "request-total"),
+        get("request-total")
+    );
+    assert!(m.metrics.iter().all(|x| x.tag("client-id") == Some("m")));
+    let json = m.to_json();
+    assert!(json.contains(r#"{"group":"producer-metrics","name":"record-send-total","tags":{"client-id":"m"},"value":5}"#), "{json}");
+}

@@ -20,10 +20,15 @@ use crate::runtime::Runtime;
 /// Starts an operation on the core.
 type Start = Box<dyn FnOnce(&mut kafka_core::Admin, Instant) -> OpId + Send>;
 
-/// An operation to start on the core, and where its result goes.
-pub(crate) struct Command {
-    start: Start,
-    reply: oneshot::Sender<AdminResult>,
+/// What the handle asks of the driver.
+pub(crate) enum Command {
+    /// An operation to start on the core, and where its result goes.
+    Op {
+        start: Start,
+        reply: oneshot::Sender<AdminResult>,
+    },
+    /// A metrics snapshot.
+    Metrics(oneshot::Sender<kafka_core::metrics::MetricsSnapshot>),
 }
 
 /// Per-topic results of a create or delete, in request order.
@@ -74,12 +79,26 @@ impl<R: Runtime> Admin<R> {
         start: impl FnOnce(&mut kafka_core::Admin, Instant) -> OpId + Send + 'static,
     ) -> Option<AdminResult> {
         let (reply, rx) = oneshot::channel();
-        let cmd = Command {
+        let cmd = Command::Op {
             start: Box::new(start),
             reply,
         };
         self.commands.unbounded_send(cmd).ok()?;
         rx.await.ok()
+    }
+
+    /// Every metric now, with the Java admin client's names (`admin-client-metrics`,
+    /// `admin-client-node-metrics`); empty once the client stopped.
+    pub async fn metrics(&self) -> kafka_core::metrics::MetricsSnapshot {
+        let (reply, rx) = oneshot::channel();
+        if self
+            .commands
+            .unbounded_send(Command::Metrics(reply))
+            .is_err()
+        {
+            return Default::default();
+        }
+        rx.await.unwrap_or_default()
     }
 
     /// Describes the cluster, with `topics` (or every topic when `None`).
@@ -286,8 +305,15 @@ impl Session for AdminSession {
     }
 
     fn command(&mut self, cmd: Command, now: Instant) {
-        let op = (cmd.start)(&mut self.core, now);
-        self.replies.insert(op, cmd.reply);
+        match cmd {
+            Command::Op { start, reply } => {
+                let op = start(&mut self.core, now);
+                self.replies.insert(op, reply);
+            }
+            Command::Metrics(reply) => {
+                let _ = reply.send(self.core.metrics(now));
+            }
+        }
     }
 
     fn event(&mut self, ev: AdminEvent, _now: Instant) {

@@ -92,6 +92,9 @@ struct Driver<R: Runtime, S: Session> {
     /// The application's OAUTHBEARER token provider, and the token being fetched.
     tokens: Option<kafka_core::sasl::TokenProvider>,
     fetching: Option<kafka_core::sasl::TokenFuture>,
+    /// When the metrics are next reported to the `metrics` facade (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    report_at: Option<Instant>,
 }
 
 /// Runs a session until it is finished, on the runtime's clock.
@@ -113,6 +116,8 @@ pub(crate) async fn run<R: Runtime, S: Session>(
         closing: Vec::new(),
         tokens,
         fetching: None,
+        #[cfg(feature = "metrics")]
+        report_at: None,
     };
     std::future::poll_fn(|cx| d.poll(cx)).await
 }
@@ -161,6 +166,8 @@ impl<R: Runtime, S: Session> Driver<R, S> {
             progress |= self.drain(now);
             progress |= self.poll_writes(cx, now);
             self.poll_closing(cx, now);
+            #[cfg(feature = "metrics")]
+            self.report(now);
             if self.session.finished() {
                 return self.poll_finish(cx);
             }
@@ -384,9 +391,25 @@ impl<R: Runtime, S: Session> Driver<R, S> {
         progress
     }
 
+    /// Reports the metrics to the `metrics` facade when due.
+    #[cfg(feature = "metrics")]
+    fn report(&mut self, now: Instant) {
+        if self.report_at.is_none_or(|t| t <= now) {
+            let snapshot = self.session.with_core(|c| c.metrics(now));
+            crate::facade::report_metrics(&snapshot);
+            self.report_at = Some(now + crate::facade::EVERY);
+        }
+    }
+
     /// Arms the timer for the next deadline. Returns true if it already fired.
     fn arm_timer(&mut self, cx: &mut Context<'_>) -> bool {
-        let Some(next) = self.session.next_timeout() else {
+        let next = self.session.next_timeout();
+        #[cfg(feature = "metrics")]
+        let next = match (next, self.report_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let Some(next) = next else {
             self.timer = None;
             return false;
         };

@@ -13,11 +13,15 @@
 mod admin;
 mod consumer;
 mod driver;
+#[cfg(feature = "metrics")]
+mod facade;
 mod producer;
 mod runtime;
 
 pub use admin::{Admin, TopicResults};
 pub use consumer::{ConsumeError, Consumer, ConsumerEvent, ConsumerRecord, OffsetAndTimestamp};
+#[cfg(feature = "metrics")]
+pub use facade::report_metrics;
 pub use kafka_core::admin::{
     AdminError, AlterConfigOp, BrokerMetadata, ClusterDescription, ClusterMetadata, ConfigEntry,
     ConfigResource, ConfigSource, GroupDescription, GroupListing, MemberDescription, NewTopic,
@@ -28,6 +32,7 @@ pub use kafka_core::config::{AdminConfig, ConfigError, ConsumerConfig, ProducerC
 pub use kafka_core::config::{SaslMechanism, Secret, SecurityProtocol};
 pub use kafka_core::fetcher::{FetchError, StartFrom, SubscribeError};
 pub use kafka_core::group::offsets::CommitError;
+pub use kafka_core::metrics::{Metric, MetricKind, MetricsSnapshot};
 pub use kafka_core::net::{AuthError, ConnectError, RequestError};
 /// Why the producer refused a record (inside [`SendError::Rejected`] and
 /// [`DeliveryError::Refused`]).

@@ -323,6 +323,24 @@ impl Admin {
         }
     }
 
+    /// Every metric at `now`, with the Java admin client's names (`admin-client-metrics`,
+    /// `admin-client-node-metrics`): its connections and requests.
+    pub fn metrics(&self, now: Instant) -> crate::metrics::MetricsSnapshot {
+        let mut metrics = Vec::new();
+        let mut out = crate::metrics::Out {
+            metrics: &mut metrics,
+            now,
+            window: self.cfg.metrics.window,
+            client_id: &self.cfg.client_id,
+        };
+        self.net.metrics(
+            &mut out,
+            "admin-client-metrics",
+            "admin-client-node-metrics",
+        );
+        crate::metrics::MetricsSnapshot { metrics }
+    }
+
     /// Describes the cluster: brokers, controller, and `topics` (all of them when `None`).
     pub fn metadata(&mut self, topics: Option<Vec<String>>, now: Instant) -> OpId {
         self.start(Kind::Metadata(topics), now)

@@ -5,7 +5,7 @@ mod admin;
 mod assignors;
 mod consumer;
 pub mod java_keys;
-mod parse;
+pub(crate) mod parse;
 mod producer;
 mod security;
 #[cfg(feature = "tls")]
@@ -75,6 +75,9 @@ macro_rules! config_table {
             $( $(#[$fmeta])* pub $field: $ty, )*
             /// `security.protocol`, SASL and TLS (`sasl.*`, `ssl.*`).
             pub security: $crate::config::SecurityConfig,
+            /// `metrics.sample.window.ms`, `metrics.num.samples`, `metrics.recording.level`,
+            /// `enable.metrics.push`.
+            pub metrics: $crate::metrics::MetricsConfig,
             /// The keys that were set explicitly (Java treats defaults and explicit values differently).
             explicit: std::collections::BTreeSet<&'static str>,
             /// Keys accepted without effect (another client's, or Java keys this client has
@@ -91,6 +94,7 @@ macro_rules! config_table {
                 $name {
                     $( $field: ($parse)($key, $default).expect(concat!("the default of ", $key, " parses")), )*
                     security: $crate::config::SecurityConfig::defaults(),
+                    metrics: $crate::metrics::MetricsConfig::default(),
                     explicit: Default::default(),
                     notes: Vec::new(),
                 }
@@ -129,6 +133,10 @@ macro_rules! config_table {
                 for (k, v) in map {
                     let key = k.as_ref().trim();
                     if let Some(r) = c.security.set(key, v.as_ref()) {
+                        r?;
+                        continue;
+                    }
+                    if let Some(r) = c.metrics.set(key, v.as_ref()) {
                         r?;
                         continue;
                     }

@@ -188,6 +188,7 @@ impl Fetcher {
     /// As [`Fetcher::polled`], for a poll at `at` (no later than `now`) that is noticed only
     /// now: `max.poll.interval.ms` counts from `at`, so that noticing late never stretches it.
     pub fn polled_at(&mut self, at: Instant, now: Instant) {
+        self.metrics.polled(at.min(now));
         if self
             .group
             .as_mut()
@@ -466,9 +467,13 @@ impl Fetcher {
                     }
                     None => None,
                 };
-                if let Some((commit, Err(_))) = sent {
-                    let g = self.group.as_mut().expect("checked");
-                    g.offsets.handle_failure(commit, now);
+                match sent {
+                    Some((commit, Err(_))) => {
+                        let g = self.group.as_mut().expect("checked");
+                        g.offsets.handle_failure(commit, now);
+                    }
+                    Some((true, Ok(_))) => self.metrics.commit_sent(now),
+                    _ => {}
                 }
             }
         }
@@ -675,6 +680,9 @@ impl Fetcher {
     }
 
     pub(super) fn on_group_response(&mut self, tag: Tag, body: ResponseBody, now: Instant) {
+        if tag == Tag::Offsets(true) {
+            self.metrics.commit_answered(now);
+        }
         let Some(g) = &mut self.group else { return };
         match tag {
             Tag::Group => g.membership.handle_response(body, now),
@@ -684,6 +692,9 @@ impl Fetcher {
     }
 
     pub(super) fn on_group_failure(&mut self, tag: Tag, now: Instant) {
+        if tag == Tag::Offsets(true) {
+            self.metrics.commit_failed();
+        }
         let Some(g) = &mut self.group else { return };
         match tag {
             Tag::Group => g.membership.handle_failure(now),

@@ -48,6 +48,8 @@ use crate::backoff::Backoff;
 use crate::config::ConsumerConfig;
 use crate::group::offsets::{CommitError, CommitId, LookupId};
 use crate::metadata::Metadata;
+use crate::metrics::consumer::ConsumerMetrics;
+use crate::metrics::{MetricsSnapshot, Out};
 use crate::net::{lane, NetConfig, NetEvent, Network, NodeId, Purpose};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -287,6 +289,10 @@ pub struct Fetcher {
     next_gen: u64,
     /// Since when the fetcher has had work but no metadata from any broker.
     unreachable_since: Option<Instant>,
+    /// Java's consumer metrics (the connection ones are the network's).
+    metrics: ConsumerMetrics,
+    /// When each connection's Fetch in flight was sent, for `fetch-latency`.
+    fetch_sent: BTreeMap<Lane, Instant>,
 }
 
 /// [`Fetcher::answered`], on the partitions alone (so that the rest of the fetcher stays
@@ -339,8 +345,43 @@ impl Fetcher {
             group: group::Group::new(&cfg),
             next_gen: 0,
             unreachable_since: None,
+            metrics: ConsumerMetrics::new(cfg.metrics.window),
+            fetch_sent: BTreeMap::new(),
             cfg,
         }
+    }
+
+    /// Every metric at `now`, with the Java consumer's names: `consumer-metrics`,
+    /// `consumer-fetch-manager-metrics` (client-wide, per topic and per partition),
+    /// `consumer-coordinator-metrics` (with `group.id`) and `consumer-node-metrics`.
+    pub fn metrics(&self, now: Instant) -> MetricsSnapshot {
+        let mut metrics = Vec::new();
+        let mut out = Out {
+            metrics: &mut metrics,
+            now,
+            window: self.cfg.metrics.window,
+            client_id: &self.cfg.client_id,
+        };
+        let parts = &self.parts;
+        let fetched =
+            |topic: &str, partition: i32| parts.contains_key(&(topic.to_owned(), partition));
+        self.metrics
+            .snapshot(&mut out, parts.len(), self.group.is_some(), fetched);
+        self.net
+            .metrics(&mut out, "consumer-metrics", "consumer-node-metrics");
+        MetricsSnapshot { metrics }
+    }
+
+    /// The application took `records` records of `topic` (for `records-consumed-rate`; the
+    /// driver reports what its handles returned).
+    pub fn record_consumed(&mut self, topic: &str, records: u64, now: Instant) {
+        self.metrics.consumed(topic, records, now);
+    }
+
+    /// Record batches of `bytes` bytes of `topic` went to the application (for
+    /// `bytes-consumed-rate`).
+    pub fn record_handed(&mut self, topic: &str, bytes: usize, now: Instant) {
+        self.metrics.handed(topic, bytes, now);
     }
 
     /// Adds partitions to read, starting at `start`. Refused on a consumer that subscribed
@@ -530,6 +571,10 @@ impl Fetcher {
             }
         }
         self.drive_group(now);
+        if let Some(g) = &self.group {
+            let m = &g.membership;
+            self.metrics.membership(m.is_active(), m.is_stable(), now);
+        }
         self.check_health(now);
         self.check_leader_epochs();
         self.validate(now);
@@ -729,6 +774,7 @@ impl Fetcher {
                 .is_ok()
             {
                 self.fetching.insert(key);
+                self.fetch_sent.insert(key, now);
                 self.reserved += max_bytes;
                 self.reservations.insert(key, max_bytes);
                 self.mark_busy(&tps);
@@ -775,6 +821,15 @@ impl Fetcher {
             } => {
                 self.fetching.remove(&key);
                 self.unreserve(key);
+                if let Some(sent) = self.fetch_sent.remove(&key) {
+                    let bytes = resp
+                        .responses
+                        .iter()
+                        .flat_map(|t| &t.partitions)
+                        .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
+                        .sum();
+                    self.metrics.fetched(sent, bytes, now);
+                }
                 if let Some(s) = self.sessions.get_mut(&key) {
                     s.answered(resp.error_code, resp.session_id);
                 }
@@ -799,6 +854,7 @@ impl Fetcher {
                 let tps = match tag {
                     Tag::Fetch(key, tps, _) => {
                         self.fetching.remove(&key);
+                        self.fetch_sent.remove(&key);
                         self.unreserve(key);
                         if let Some(s) = self.sessions.get_mut(&key) {
                             s.reset();

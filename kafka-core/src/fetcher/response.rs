@@ -185,6 +185,12 @@ impl Fetcher {
             }
             part.position = Some(position);
             part.epoch = epoch;
+            self.metrics.lag(
+                &tp.0,
+                tp.1,
+                data.high_watermark.saturating_sub(position),
+                now,
+            );
             if !runs.is_empty() {
                 part.end_reported = false;
                 // The records share the response's buffers: each run is charged its batches'

@@ -24,6 +24,8 @@ pub struct NetConfig {
     pub seed: u64,
     /// `security.protocol`, SASL and TLS.
     pub security: SecurityConfig,
+    /// `metrics.sample.window.ms` and `metrics.num.samples`.
+    pub metrics_window: crate::metrics::Window,
 }
 
 impl NetConfig {
@@ -39,6 +41,7 @@ impl NetConfig {
             max_in_flight: 5,
             seed: c.random_seed,
             security: c.security.clone(),
+            metrics_window: c.metrics.window,
         }
     }
 
@@ -53,6 +56,7 @@ impl NetConfig {
             max_in_flight: 5,
             seed: c.random_seed,
             security: c.security.clone(),
+            metrics_window: c.metrics.window,
         }
     }
 
@@ -67,6 +71,7 @@ impl NetConfig {
             max_in_flight: c.max_in_flight,
             seed: c.random_seed,
             security: c.security.clone(),
+            metrics_window: c.metrics.window,
         }
     }
 }

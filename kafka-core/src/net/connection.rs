@@ -52,6 +52,8 @@ pub(crate) struct InFlight<T> {
     pub api: ApiKey,
     pub version: i16,
     pub deadline: Instant,
+    /// When it was written, for the request latency.
+    pub sent: Instant,
     pub tag: Tag<T>,
 }
 

@@ -140,6 +140,9 @@ macro_rules! network_io {
             fn poll_timeout(&self) -> Option<$crate::Instant> {
                 <$ty>::poll_timeout(self)
             }
+            fn metrics(&self, now: $crate::Instant) -> $crate::metrics::MetricsSnapshot {
+                <$ty>::metrics(self, now)
+            }
         }
     };
 }

@@ -47,4 +47,6 @@ pub trait Machine {
     fn poll_output(&mut self) -> Option<Output<Self::Event>>;
     /// When to call `handle_timeout` next. A pure query.
     fn poll_timeout(&self) -> Option<Instant>;
+    /// Every metric at `now`, with the Java client's names.
+    fn metrics(&self, now: Instant) -> crate::metrics::MetricsSnapshot;
 }

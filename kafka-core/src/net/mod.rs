@@ -52,6 +52,7 @@ use kafka_proto::wire::Encoder;
 use kafka_proto::{encode_request_into, BrokerVersions, DecodeError, NegotiationError};
 
 use crate::config::HostPort;
+use crate::metrics::net::NetMetrics;
 use crate::rng::Rng;
 use crate::time::Instant;
 pub use config::NetConfig;
@@ -119,12 +120,15 @@ pub struct Network<T> {
     /// The cluster's finalized features (name, max version level), from the ApiVersions
     /// answer with the highest features epoch so far.
     features: (i64, BTreeMap<String, i16>),
+    /// Connection and request metrics.
+    metrics: NetMetrics,
 }
 
 impl<T> Network<T> {
     /// A manager that will bootstrap from `bootstrap` (tried one at a time, in seeded random order).
     pub fn new(cfg: NetConfig, bootstrap: Vec<HostPort>) -> Self {
         let mut rng = Rng::new(cfg.seed);
+        let metrics_window = cfg.metrics_window;
         let mut bootstrap = bootstrap;
         rng.shuffle(&mut bootstrap);
         Network {
@@ -149,6 +153,7 @@ impl<T> Network<T> {
             wall_ms: 0,
             token_wanted: false,
             features: (-1, BTreeMap::new()),
+            metrics: NetMetrics::new(metrics_window),
         }
     }
 
@@ -421,12 +426,14 @@ impl<T> Network<T> {
         self.frame_hint[key] = enc.len() + enc.len() / 8;
         let deadline = now + timeout;
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
+        self.metrics.request(c.node(), enc.len(), now);
         if let Some(tag) = tag {
             c.in_flight.push_back(InFlight {
                 correlation_id,
                 api: R::API_KEY,
                 version,
                 deadline,
+                sent: now,
                 tag,
             });
         } else {
@@ -469,6 +476,7 @@ impl<T> Network<T> {
         if let Peer::Node(node, purpose) = peer {
             self.by_node.insert((node, purpose), id);
         }
+        self.metrics.connection_created(now);
         self.transmits.push_back(Transmit::Connect {
             conn: id,
             addr: addr.clone(),
@@ -659,6 +667,9 @@ impl<T> Network<T> {
                 return self.malformed(conn, DecodeError::UnexpectedResponse, now);
             }
             let req = c.in_flight.pop_front().expect("checked");
+            let latency = now.saturating_duration_since(req.sent);
+            self.metrics
+                .response(c.node(), frame.len(), latency.as_secs_f64() * 1e3, now);
             let body = match decode_response_body(req.api, req.version, &frame) {
                 Ok((_, body)) => body,
                 // UNSUPPORTED_VERSION in a reply that parses neither at the version sent nor at
@@ -791,7 +802,7 @@ impl<T> Network<T> {
         error: impl Fn(HostPort) -> RequestError,
         we_close: bool,
     ) {
-        let Some(c) = self.remove(conn, we_close) else {
+        let Some(c) = self.remove(conn, we_close, now) else {
             return;
         };
         let f = self.failures.entry(c.addr.clone()).or_default();
@@ -816,8 +827,9 @@ impl<T> Network<T> {
         }
     }
 
-    fn remove(&mut self, conn: ConnId, we_close: bool) -> Option<Connection<T>> {
+    fn remove(&mut self, conn: ConnId, we_close: bool, now: Instant) -> Option<Connection<T>> {
         let c = self.conns.remove(&conn)?;
+        self.metrics.connection_closed(now);
         if let Peer::Node(node, purpose) = c.peer {
             if self.by_node.get(&(node, purpose)) == Some(&conn) {
                 self.by_node.remove(&(node, purpose));
@@ -829,7 +841,7 @@ impl<T> Network<T> {
         Some(c)
     }
 
-    fn close_idle_bootstrap(&mut self, _now: Instant) {
+    fn close_idle_bootstrap(&mut self, now: Instant) {
         let idle: Vec<ConnId> = self
             .conns
             .values()
@@ -837,7 +849,7 @@ impl<T> Network<T> {
             .map(|c| c.id)
             .collect();
         for id in idle {
-            self.remove(id, true);
+            self.remove(id, true, now);
         }
     }
 
@@ -879,7 +891,7 @@ impl<T> Network<T> {
                 && c.in_flight.is_empty()
                 && c.last_active + self.cfg.max_idle <= now
             {
-                self.remove(id, true);
+                self.remove(id, true, now);
                 continue;
             }
             let c = self.conns.get_mut(&id).expect("present");
@@ -919,5 +931,17 @@ impl<T> Network<T> {
     /// The next request outcome for the caller.
     pub fn poll_event(&mut self) -> Option<NetEvent<T>> {
         self.events.pop_front()
+    }
+
+    /// Adds the connection metrics to a snapshot: client-wide to `group`, per node to
+    /// `node_group`.
+    pub(crate) fn metrics(
+        &self,
+        out: &mut crate::metrics::Out<'_>,
+        group: &'static str,
+        node_group: &'static str,
+    ) {
+        self.metrics
+            .snapshot(out, group, node_group, self.conns.len());
     }
 }

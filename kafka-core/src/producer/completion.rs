@@ -20,6 +20,7 @@ impl Producer {
         version: i16,
         now: Instant,
     ) {
+        self.metrics.throttled(resp.throttle_time_ms, now);
         let endpoints: BTreeMap<i32, HostPort> = resp
             .node_endpoints
             .iter()
@@ -179,6 +180,7 @@ impl Producer {
         b.last_error = Some(Box::new((error.to_string(), now)));
         let retries_left = (b.attempts as i64) < i64::from(self.cfg.retries);
         if retries_left && b.deadline > now && self.closing.is_none_or(|d| d > now) {
+            self.metrics.retried(&b.tp.0, b.records.len(), now);
             b.retry_at = Some(now + self.retry_backoff.delay(b.attempts, &mut self.rng));
             b.attempts += 1;
             self.acc.reenqueue(b);
@@ -200,6 +202,7 @@ impl Producer {
             Certainty::NotSent
         };
         self.release(&b);
+        self.metrics.failed(&b.tp.0, b.records.len(), self.now);
         for r in &b.records {
             let outcome = Outcome::Failed {
                 error: error.clone(),

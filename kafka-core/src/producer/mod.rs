@@ -33,6 +33,8 @@ pub use types::*;
 use crate::backoff::Backoff;
 use crate::config::{Acks, MetadataRecoveryStrategy, ProducerConfig};
 use crate::metadata::Metadata;
+use crate::metrics::producer::{BatchSent, FirstSend, ProducerMetrics};
+use crate::metrics::{MetricsSnapshot, Out};
 use crate::net::{lane, ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, RequestError};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
 use crate::rng::Rng;
@@ -133,6 +135,8 @@ pub struct Producer {
     /// The transaction state, with `transactional.id`.
     txn: Option<transaction::Transactions>,
     next_txn_token: u64,
+    /// Java's producer metrics (the connection ones are the network's).
+    metrics: ProducerMetrics,
 }
 
 crate::net::network_io!(Producer, ProducerEvent);
@@ -200,6 +204,7 @@ impl Producer {
                 )
             }),
             next_txn_token: 0,
+            metrics: ProducerMetrics::new(cfg.metrics.window),
             cfg,
         }
     }
@@ -207,6 +212,32 @@ impl Producer {
     /// The configuration in force (after validation).
     pub fn config(&self) -> &ProducerConfig {
         &self.cfg
+    }
+
+    /// Every metric at `now`, with the Java producer's names: `producer-metrics`,
+    /// `producer-topic-metrics` and `producer-node-metrics`.
+    pub fn metrics(&self, now: Instant) -> MetricsSnapshot {
+        let mut metrics = Vec::new();
+        let mut out = Out {
+            metrics: &mut metrics,
+            now,
+            window: self.cfg.metrics.window,
+            client_id: &self.cfg.client_id,
+        };
+        self.metrics.snapshot(
+            &mut out,
+            self.acc.pool.total.saturating_sub(self.acc.pool.used),
+            self.acc.pool.total,
+        );
+        self.net
+            .metrics(&mut out, "producer-metrics", "producer-node-metrics");
+        MetricsSnapshot { metrics }
+    }
+
+    /// A send waited `waited` for buffer memory (the driver waits; Java's
+    /// `bufferpool-wait-time-total`).
+    pub fn record_buffer_wait(&mut self, waited: std::time::Duration) {
+        self.metrics.buffer_waited(waited);
     }
 
     /// Queues a record. On success its outcome arrives later as a
@@ -652,6 +683,17 @@ impl Producer {
             if first {
                 self.acc.observe_ratio(uncompressed, bytes.len());
             }
+            let first = first.then(|| FirstSend {
+                uncompressed,
+                queue_ms: now.saturating_duration_since(b.created).as_secs_f64() * 1e3,
+            });
+            let sent = BatchSent {
+                topic: &b.tp.0,
+                records: b.records.len(),
+                bytes: bytes.len(),
+                first,
+            };
+            self.metrics.batch_sent(sent, now);
             let topic_id = self
                 .metadata
                 .topic(&b.tp.0)
@@ -701,6 +743,8 @@ impl Producer {
             if let Some(t) = &mut self.txn {
                 t.batch_sent();
             }
+            let records = batches.iter().map(|b| b.records.len()).sum();
+            self.metrics.request_sent(records, now);
         }
         match sent {
             Ok(_) if !expect_response => {
@@ -902,6 +946,7 @@ impl Producer {
     /// Fails a record that never left the pending queue: it was never sent.
     fn fail_pending(&mut self, p: Pending, error: DeliveryError) {
         self.free_pending(p.size);
+        self.metrics.failed(&p.record.topic, 1, self.now);
         self.fail_transaction(&error, None, false);
         let outcome = Outcome::Failed {
             error,

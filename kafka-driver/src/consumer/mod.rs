@@ -62,6 +62,8 @@ impl ConsumerRecord {
 /// offset, leader epoch of the record before it, the partition's revocation count when the
 /// records were handed over: which tenure they belong to).
 type Progress = Vec<(String, i32, i64, i32, u64)>;
+/// Records the application took, by topic.
+type Taken = Vec<(Arc<str>, u64)>;
 
 /// A rebalance listener (see [`Consumer::on_rebalance`]).
 type RebalanceListener = Box<dyn FnMut(&ConsumerEvent) + Send>;
@@ -231,7 +233,11 @@ pub(crate) enum Command {
     Committed(Vec<(String, i32)>, oneshot::Sender<Committed>),
     /// Looks up partitions' offsets (log start, end, or by time).
     Offsets(Vec<((String, i32), OffsetSpec)>, oneshot::Sender<Found>),
-    Next(Progress, oneshot::Sender<Handed>),
+    /// The application's progress, the records it took of each topic since the last ask
+    /// (for the metrics), and where the next event goes.
+    Next(Progress, Taken, oneshot::Sender<Handed>),
+    /// A metrics snapshot.
+    Metrics(oneshot::Sender<kafka_core::metrics::MetricsSnapshot>),
     Subscribe(Vec<String>),
     SubscribePattern(String),
     Commit(Progress, oneshot::Sender<Result<(), CommitError>>),
@@ -254,6 +260,8 @@ struct Reading {
     records: FetchedRecords,
     /// How often the partition had been revoked or lost when these were handed over.
     revocations: u64,
+    /// Records given out of these so far (for `records-consumed-rate`).
+    taken: u64,
 }
 
 /// A Kafka consumer: in assign mode it reads chosen partitions from chosen positions; with
@@ -267,6 +275,8 @@ pub struct Consumer<R> {
     max_poll_records: usize,
     /// Next offsets of records returned since the driver last heard: what commits carry.
     progress: BTreeMap<(Arc<str>, i32), (i64, i32, u64)>,
+    /// Records given out by topic since the driver last heard, for the metrics.
+    taken: Taken,
     /// The driver's answer to the last request for events, until it is taken.
     asked: Option<oneshot::Receiver<Handed>>,
     /// Shared with the session.
@@ -334,6 +344,7 @@ impl<R: Runtime> Consumer<R> {
             deferred: None,
             max_poll_records,
             progress: BTreeMap::new(),
+            taken: Vec::new(),
             asked: None,
             shared,
             seen_epoch: 0,
@@ -522,6 +533,15 @@ impl<R: Runtime> Consumer<R> {
         rx.await.ok().flatten()
     }
 
+    /// Every metric now, with the Java consumer's names (`consumer-fetch-manager-metrics`,
+    /// `consumer-coordinator-metrics`, `consumer-metrics`, `consumer-node-metrics`). Records
+    /// count as consumed once the application has read them and asks for more.
+    pub async fn metrics(&self) -> kafka_core::metrics::MetricsSnapshot {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Metrics(tx));
+        rx.await.unwrap_or_default()
+    }
+
     /// The group metadata a transactional producer commits this consumer's progress with
     /// (`Producer::send_offsets_to_transaction`): the group, and this member's generation and
     /// id as of its last join, so that the coordinator refuses the offsets of a member a
@@ -663,6 +683,7 @@ impl<R: Runtime> Consumer<R> {
         let reading = self.reading.as_mut()?;
         match reading.records.next() {
             Some(Ok(r)) => {
+                reading.taken += 1;
                 let record = ConsumerRecord {
                     topic: reading.topic.clone(),
                     partition: reading.partition,
@@ -698,7 +719,9 @@ impl<R: Runtime> Consumer<R> {
                 }))
             }
             None => {
-                self.reading = None;
+                if let Some(r) = self.reading.take().filter(|r| r.taken > 0) {
+                    self.taken.push((r.topic, r.taken));
+                }
                 None
             }
         }
@@ -721,7 +744,7 @@ impl<R: Runtime> Consumer<R> {
                 let (tx, rx) = oneshot::channel();
                 let progress = self.take_progress();
                 self.commands
-                    .unbounded_send(Command::Next(progress, tx))
+                    .unbounded_send(Command::Next(progress, std::mem::take(&mut self.taken), tx))
                     .map_err(|_| ConsumeError::Closed)?;
                 self.asked = Some(rx);
             }
@@ -764,6 +787,7 @@ impl<R: Runtime> Consumer<R> {
                         leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
                         records,
                         revocations,
+                        taken: 0,
                     });
                 }
                 FetchEvent::EndOfPartition {

@@ -114,14 +114,14 @@ impl ConsumerSession {
                     partition,
                     ..
                 } => (
-                    *bytes,
+                    (*bytes, topic.clone()),
                     self.shared.revocations(topic, *partition),
                     self.seeks
                         .get(&(topic.clone(), *partition))
                         .copied()
                         .unwrap_or(0),
                 ),
-                _ => (0, 0, 0),
+                _ => ((0, String::new()), 0, 0),
             };
             match w.send(Handed {
                 event,
@@ -129,7 +129,10 @@ impl ConsumerSession {
                 seeks,
             }) {
                 // The application holds it now: the prefetch budget has room again.
-                Ok(()) if bytes > 0 => self.core.release(bytes, now),
+                Ok(()) if bytes.0 > 0 => {
+                    self.core.release(bytes.0, now);
+                    self.core.record_handed(&bytes.1, bytes.0, now);
+                }
                 Ok(()) => {}
                 // The caller gave up waiting: keep the data for the next ask.
                 Err(h) => self.ready.push_front(h.event),
@@ -177,6 +180,9 @@ impl Session for ConsumerSession {
             }
             Command::Pause(t, p) => self.core.pause(&t, p),
             Command::Resume(t, p) => self.core.resume(&t, p, now),
+            Command::Metrics(reply) => {
+                let _ = reply.send(self.core.metrics(now));
+            }
             Command::GroupMetadata(reply) => {
                 let _ = reply.send(self.core.group_metadata());
             }
@@ -192,7 +198,10 @@ impl Session for ConsumerSession {
                 });
                 let _ = reply.send(buffered.or_else(|| self.core.position(&t, p)));
             }
-            Command::Next(progress, reply) => {
+            Command::Next(progress, taken, reply) => {
+                for (topic, n) in taken {
+                    self.core.record_consumed(&topic, n, now);
+                }
                 self.consumed(progress);
                 self.core.polled(now);
                 self.waiting = Some(reply);

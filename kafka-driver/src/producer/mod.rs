@@ -363,6 +363,8 @@ impl<R: Runtime> Producer<R> {
         let mut r = record.inner;
         let mut stamp = record.timestamp;
         let mut timer: Option<R::Timer> = None;
+        // Since when the send has waited for buffer memory.
+        let mut waiting: Option<Instant> = None;
         loop {
             let (listener, wake) = {
                 let mut locked = self.shared.core();
@@ -375,6 +377,9 @@ impl<R: Runtime> Producer<R> {
                 let core = &mut locked.producer;
                 match core.send_or_return(r, now) {
                     Ok(token) => {
+                        if let Some(since) = waiting {
+                            core.record_buffer_wait(now.saturating_duration_since(since));
+                        }
                         // Under the core's lock, so that the outcome (which the driver takes
                         // from the core under it too) finds the slot.
                         self.shared.pending().insert(token);
@@ -391,6 +396,7 @@ impl<R: Runtime> Producer<R> {
                     }
                     Err((CoreSendError::BufferFull, back)) => {
                         r = back;
+                        waiting.get_or_insert(now);
                         // Listening before the lock is let go: the driver frees memory (and
                         // fires the event) only under it, so no wake-up is missed.
                         (self.shared.memory.listen(), locked.take_wake())
@@ -429,6 +435,13 @@ impl<R: Runtime> Producer<R> {
     /// ([`TransactionError::TimedOut`]: call it again to keep waiting).
     pub async fn init_transactions(&self) -> Result<(), TransactionError> {
         self.txn_call(TxnCall::Init).await
+    }
+
+    /// Every metric now, with the Java producer's names (`producer-metrics`,
+    /// `producer-topic-metrics`, `producer-node-metrics`). Cheap: the figures are kept as
+    /// they happen and only measured here.
+    pub fn metrics(&self) -> kafka_core::metrics::MetricsSnapshot {
+        self.shared.core().producer.metrics(R::now())
     }
 
     /// The transaction version in use (KIP-890): 2 where the cluster finalized

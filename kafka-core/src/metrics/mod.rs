@@ -1,0 +1,323 @@
+//! Client metrics as plain data: the Java client's names, groups, tags and windowed
+//! statistics, recorded with the caller's `now`, and the typed snapshot every client returns.
+//!
+//! Each client keeps its numbers in plain structs ([`stat::Stat`] per sensor) and measures
+//! them only when asked: `metrics(now)` on the producer, the fetcher (consumer) and the admin
+//! client returns a [`MetricsSnapshot`], a list of [`Metric`]s named as Java names them
+//! (`record-send-rate` in group `producer-metrics`, tagged `client-id`, and so on), so that
+//! dashboards and alerts built for the Java client carry over. Rates follow Java's
+//! `metrics.sample.window.ms` and `metrics.num.samples`.
+//!
+//! Without the `record-metrics` feature (on by default) nothing is recorded: the snapshot
+//! still lists the gauges, and every windowed figure reads as nothing happened.
+
+pub(crate) mod consumer;
+pub(crate) mod net;
+pub(crate) mod producer;
+pub mod stat;
+
+use std::fmt::Write as _;
+
+pub use stat::Window;
+
+use crate::config::ConfigError;
+use crate::time::Instant;
+
+/// What kind of number a metric is, for exporters (OpenTelemetry, Prometheus).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MetricKind {
+    /// A value that goes up and down (rates, averages, maxima, counts of things held).
+    Gauge,
+    /// A cumulative total since the client started (the `-total` metrics).
+    Sum,
+}
+
+/// One metric's value at the snapshot's instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    /// Java's metric group: `producer-metrics`, `producer-topic-metrics`,
+    /// `consumer-fetch-manager-metrics`, `consumer-coordinator-metrics`, ...
+    pub group: &'static str,
+    /// Java's metric name: `record-send-rate`, `request-latency-avg`, ...
+    pub name: &'static str,
+    /// Java's tags, in its order: `client-id` first, then `node-id`, `topic`, `partition`.
+    pub tags: Vec<(&'static str, String)>,
+    /// The value; NaN where Java reports NaN (an average or maximum of nothing).
+    pub value: f64,
+    /// Gauge or cumulative sum.
+    pub kind: MetricKind,
+}
+
+impl Metric {
+    /// The value of tag `key`, if the metric has it.
+    pub fn tag(&self, key: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Every metric of one client at one instant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricsSnapshot {
+    /// The metrics, grouped as Java groups them.
+    pub metrics: Vec<Metric>,
+}
+
+impl MetricsSnapshot {
+    /// The value of the client-wide metric `name` in `group` (the one tagged with nothing but
+    /// `client-id`).
+    pub fn get(&self, group: &str, name: &str) -> Option<f64> {
+        self.find(group, name, &[])
+    }
+
+    /// The value of metric `name` in `group` whose tags other than `client-id` are exactly
+    /// `tags` (say `[("topic", "orders"), ("partition", "0")]`).
+    pub fn find(&self, group: &str, name: &str, tags: &[(&str, &str)]) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|m| {
+                m.group == group
+                    && m.name == name
+                    && m.tags.iter().filter(|(k, _)| *k != "client-id").count() == tags.len()
+                    && tags.iter().all(|(k, v)| m.tag(k) == Some(v))
+            })
+            .map(|m| m.value)
+    }
+
+    /// The snapshot as a JSON array of `{"group", "name", "tags", "value"}` objects (NaN and
+    /// infinities as `null`, which JSON has no number for).
+    pub fn to_json(&self) -> String {
+        let mut s = String::with_capacity(self.metrics.len() * 96);
+        s.push('[');
+        for (i, m) in self.metrics.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str("{\"group\":");
+            json_str(&mut s, m.group);
+            s.push_str(",\"name\":");
+            json_str(&mut s, m.name);
+            s.push_str(",\"tags\":{");
+            for (j, (k, v)) in m.tags.iter().enumerate() {
+                if j > 0 {
+                    s.push(',');
+                }
+                json_str(&mut s, k);
+                s.push(':');
+                json_str(&mut s, v);
+            }
+            s.push_str("},\"value\":");
+            if m.value.is_finite() {
+                let _ = write!(s, "{}", m.value);
+            } else {
+                s.push_str("null");
+            }
+            s.push('}');
+        }
+        s.push(']');
+        s
+    }
+}
+
+fn json_str(out: &mut String, v: &str) {
+    out.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// The metrics settings every client shares, with Java's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `metrics.sample.window.ms` and `metrics.num.samples`.
+    pub window: Window,
+    /// `metrics.recording.level`: `INFO` (default), `DEBUG` or `TRACE`. Every metric this
+    /// client keeps is recorded at `INFO` already; the key is validated as Java does.
+    pub recording_level: RecordingLevel,
+    /// `enable.metrics.push`: push the metrics the broker subscribes to (KIP-714).
+    pub push: bool,
+}
+
+/// `metrics.recording.level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordingLevel {
+    /// `INFO`.
+    Info,
+    /// `DEBUG`.
+    Debug,
+    /// `TRACE`.
+    Trace,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            window: Window::default(),
+            recording_level: RecordingLevel::Info,
+            push: true,
+        }
+    }
+}
+
+impl MetricsConfig {
+    /// The keys, with Java's defaults.
+    pub const KEYS: &'static [(&'static str, &'static str)] = &[
+        ("metrics.sample.window.ms", "30000"),
+        ("metrics.num.samples", "2"),
+        ("metrics.recording.level", "INFO"),
+        ("enable.metrics.push", "true"),
+    ];
+
+    /// Applies `key = value` if `key` is a metrics setting (`None` otherwise).
+    pub(crate) fn set(&mut self, key: &str, value: &str) -> Option<Result<(), ConfigError>> {
+        use crate::config::parse;
+        let r = match key {
+            "metrics.sample.window.ms" => {
+                parse::millis(1)(Self::KEYS[0].0, value).map(|d| self.window.length = d)
+            }
+            "metrics.num.samples" => parse::int::<u32>(1, i32::MAX as i64)(Self::KEYS[1].0, value)
+                .map(|n| self.window.samples = n),
+            "metrics.recording.level" => {
+                let level = match value.trim().to_ascii_uppercase().as_str() {
+                    "INFO" => Some(RecordingLevel::Info),
+                    "DEBUG" => Some(RecordingLevel::Debug),
+                    "TRACE" => Some(RecordingLevel::Trace),
+                    _ => None,
+                };
+                level
+                    .map(|l| self.recording_level = l)
+                    .ok_or_else(|| ConfigError::InvalidValue {
+                        key: "metrics.recording.level",
+                        value: value.to_owned(),
+                        rule: "must be one of INFO, DEBUG, TRACE".into(),
+                    })
+            }
+            "enable.metrics.push" => {
+                parse::boolean("enable.metrics.push", value).map(|b| self.push = b)
+            }
+            _ => return None,
+        };
+        Some(r)
+    }
+}
+
+/// Adds metrics to a snapshot: the measuring instant, the window and the client's tags.
+pub(crate) struct Out<'a> {
+    pub metrics: &'a mut Vec<Metric>,
+    pub now: Instant,
+    pub window: Window,
+    pub client_id: &'a str,
+}
+
+impl Out<'_> {
+    /// Adds a gauge tagged `client-id` and `tags`.
+    pub fn gauge(
+        &mut self,
+        group: &'static str,
+        name: &'static str,
+        tags: &[(&'static str, &str)],
+        value: f64,
+    ) {
+        self.push(group, name, tags, value, MetricKind::Gauge);
+    }
+
+    /// Adds a cumulative total.
+    pub fn sum(
+        &mut self,
+        group: &'static str,
+        name: &'static str,
+        tags: &[(&'static str, &str)],
+        value: f64,
+    ) {
+        self.push(group, name, tags, value, MetricKind::Sum);
+    }
+
+    fn push(
+        &mut self,
+        group: &'static str,
+        name: &'static str,
+        tags: &[(&'static str, &str)],
+        value: f64,
+        kind: MetricKind,
+    ) {
+        let mut t = Vec::with_capacity(tags.len() + 1);
+        t.push(("client-id", self.client_id.to_owned()));
+        t.extend(tags.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        self.metrics.push(Metric {
+            group,
+            name,
+            tags: t,
+            value,
+            kind,
+        });
+    }
+
+    /// `{prefix}-rate` and `{prefix}-total` of a [`stat::Stat`]'s values (Java's `Meter`).
+    pub fn meter(
+        &mut self,
+        group: &'static str,
+        rate: &'static str,
+        total: &'static str,
+        tags: &[(&'static str, &str)],
+        s: &stat::Stat,
+    ) {
+        let (now, w) = (self.now, self.window);
+        self.gauge(group, rate, tags, s.rate(now, w));
+        self.sum(group, total, tags, s.total());
+    }
+
+    /// A `Meter` over the number of events rather than their values.
+    pub fn event_meter(
+        &mut self,
+        group: &'static str,
+        rate: &'static str,
+        total: &'static str,
+        tags: &[(&'static str, &str)],
+        s: &stat::Stat,
+    ) {
+        let (now, w) = (self.now, self.window);
+        self.gauge(group, rate, tags, s.event_rate(now, w));
+        self.sum(group, total, tags, s.events() as f64);
+    }
+
+    /// `-avg` and `-max` of a [`stat::Stat`].
+    pub fn avg_max(
+        &mut self,
+        group: &'static str,
+        avg: &'static str,
+        max: &'static str,
+        tags: &[(&'static str, &str)],
+        s: &stat::Stat,
+    ) {
+        let (now, w) = (self.now, self.window);
+        self.gauge(group, avg, tags, s.avg(now, w));
+        self.gauge(group, max, tags, s.max(now, w));
+    }
+
+    /// `-avg` of a [`stat::Stat`].
+    pub fn avg(
+        &mut self,
+        group: &'static str,
+        avg: &'static str,
+        tags: &[(&'static str, &str)],
+        s: &stat::Stat,
+    ) {
+        let (now, w) = (self.now, self.window);
+        self.gauge(group, avg, tags, s.avg(now, w));
+    }
+}
+
+#[cfg(test)]
+mod tests;
