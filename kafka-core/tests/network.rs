@@ -37,6 +37,7 @@ fn cfg(seed: u64) -> NetConfig {
         seed,
         security: Default::default(),
         metrics_window: Default::default(),
+        metrics_push: true,
     }
 }
 

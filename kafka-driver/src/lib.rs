@@ -46,3 +46,4 @@ pub use kafka_core::sasl::{OAuthToken, TokenFuture, TokenProvider};
 pub use kafka_core::Instant;
 pub use producer::{Delivered, Deliveries, Delivery, Failed, Producer, Record, SendError};
 pub use runtime::{os_clock, Connecting, Runtime};
+pub use uuid::Uuid;

@@ -293,6 +293,8 @@ kafka_apis! {
     DescribeCluster = 60, describe_cluster_request::DescribeClusterRequest, describe_cluster_response::DescribeClusterResponse, 0..=2, flexible Some(0);
     ConsumerGroupHeartbeat = 68, consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest, consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse, 0..=1, flexible Some(0);
     ConsumerGroupDescribe = 69, consumer_group_describe_request::ConsumerGroupDescribeRequest, consumer_group_describe_response::ConsumerGroupDescribeResponse, 0..=1, flexible Some(0);
+    GetTelemetrySubscriptions = 71, get_telemetry_subscriptions_request::GetTelemetrySubscriptionsRequest, get_telemetry_subscriptions_response::GetTelemetrySubscriptionsResponse, 0..=0, flexible Some(0);
+    PushTelemetry = 72, push_telemetry_request::PushTelemetryRequest, push_telemetry_response::PushTelemetryResponse, 0..=0, flexible Some(0);
 }
 
 impl ApiKey {
@@ -420,4 +422,6 @@ throttled!(
     IncrementalAlterConfigs,
     DescribeCluster,
     ConsumerGroupDescribe,
+    GetTelemetrySubscriptions,
+    PushTelemetry,
 );

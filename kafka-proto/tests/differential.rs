@@ -133,6 +133,8 @@ differential! {
     IncrementalAlterConfigs: incremental_alter_configs_request::IncrementalAlterConfigsRequest => kp::IncrementalAlterConfigsRequest, incremental_alter_configs_response::IncrementalAlterConfigsResponse => kp::IncrementalAlterConfigsResponse;
     DescribeCluster: describe_cluster_request::DescribeClusterRequest => kp::DescribeClusterRequest, describe_cluster_response::DescribeClusterResponse => kp::DescribeClusterResponse;
     ConsumerGroupDescribe: consumer_group_describe_request::ConsumerGroupDescribeRequest => kp::ConsumerGroupDescribeRequest, consumer_group_describe_response::ConsumerGroupDescribeResponse => kp::ConsumerGroupDescribeResponse;
+    GetTelemetrySubscriptions: get_telemetry_subscriptions_request::GetTelemetrySubscriptionsRequest => kp::GetTelemetrySubscriptionsRequest, get_telemetry_subscriptions_response::GetTelemetrySubscriptionsResponse => kp::GetTelemetrySubscriptionsResponse;
+    PushTelemetry: push_telemetry_request::PushTelemetryRequest => kp::PushTelemetryRequest, push_telemetry_response::PushTelemetryResponse => kp::PushTelemetryResponse;
 }
 
 #[test]

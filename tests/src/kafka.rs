@@ -54,6 +54,13 @@ pub fn peer_classpath() -> String {
     CP.get_or_init(|| run(&["peer"])).clone()
 }
 
+/// The directory of the broker-side KIP-714 telemetry receiver (`scripts/java/TelemetrySink.java`,
+/// compiled on first use), for [`Cluster::start_with_classpath`].
+pub fn telemetry_sink_classpath() -> String {
+    static CP: OnceLock<String> = OnceLock::new();
+    CP.get_or_init(|| run(&["telemetry-sink"])).clone()
+}
+
 /// A running Apache Kafka cluster; stopped when dropped (and, through a watchdog, when the
 /// test process exits, for clusters kept in statics).
 #[derive(Debug)]
@@ -88,6 +95,15 @@ impl Cluster {
         configs: &[&str],
     ) -> Cluster {
         Self::start_formatted(nodes, listeners, security_props, scram_users, &[], configs)
+    }
+
+    /// Starts `nodes` PLAINTEXT nodes with `classpath` added to each broker's (plugins) and
+    /// extra server settings.
+    pub fn start_with_classpath(nodes: usize, classpath: &str, configs: &[&str]) -> Cluster {
+        let mut with = vec![format!("--classpath={classpath}")];
+        with.extend(configs.iter().map(|c| (*c).to_owned()));
+        let with: Vec<&str> = with.iter().map(String::as_str).collect();
+        Self::start_formatted(nodes, "PLAINTEXT", "", "", &[], &with)
     }
 
     /// Starts `nodes` PLAINTEXT nodes formatted with these feature levels (`name=level`, e.g.
@@ -125,8 +141,16 @@ impl Cluster {
             &pid,
         ];
         for c in configs {
-            args.push("--config");
-            args.push(c);
+            match c.strip_prefix("--classpath=") {
+                Some(cp) => {
+                    args.push("--classpath");
+                    args.push(cp);
+                }
+                None => {
+                    args.push("--config");
+                    args.push(c);
+                }
+            }
         }
         for f in features {
             args.push("--feature");

@@ -24,6 +24,9 @@ pub enum ConfigResource {
     Topic(String),
     /// A broker, by node id.
     Broker(NodeId),
+    /// A client-metrics subscription (KIP-714), by name: its `metrics` (name prefixes),
+    /// `interval.ms` and `match` settings say what clients push, and how often.
+    ClientMetrics(String),
 }
 
 impl ConfigResource {
@@ -31,6 +34,7 @@ impl ConfigResource {
         match self {
             ConfigResource::Topic(t) => (2, t.clone()),
             ConfigResource::Broker(id) => (4, id.to_string()),
+            ConfigResource::ClientMetrics(name) => (16, name.clone()),
         }
     }
 
@@ -38,7 +42,7 @@ impl ConfigResource {
     pub(super) fn broker(&self) -> Option<NodeId> {
         match self {
             ConfigResource::Broker(id) => Some(*id),
-            ConfigResource::Topic(_) => None,
+            ConfigResource::Topic(_) | ConfigResource::ClientMetrics(_) => None,
         }
     }
 }

@@ -13,8 +13,10 @@
 
 pub(crate) mod consumer;
 pub(crate) mod net;
+pub mod otlp;
 pub(crate) mod producer;
 pub mod stat;
+pub(crate) mod telemetry;
 
 use std::fmt::Write as _;
 

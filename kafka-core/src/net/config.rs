@@ -26,6 +26,8 @@ pub struct NetConfig {
     pub security: SecurityConfig,
     /// `metrics.sample.window.ms` and `metrics.num.samples`.
     pub metrics_window: crate::metrics::Window,
+    /// `enable.metrics.push` (KIP-714).
+    pub metrics_push: bool,
 }
 
 impl NetConfig {
@@ -42,6 +44,7 @@ impl NetConfig {
             seed: c.random_seed,
             security: c.security.clone(),
             metrics_window: c.metrics.window,
+            metrics_push: c.metrics.push,
         }
     }
 
@@ -57,6 +60,7 @@ impl NetConfig {
             seed: c.random_seed,
             security: c.security.clone(),
             metrics_window: c.metrics.window,
+            metrics_push: c.metrics.push,
         }
     }
 
@@ -72,6 +76,7 @@ impl NetConfig {
             seed: c.random_seed,
             security: c.security.clone(),
             metrics_window: c.metrics.window,
+            metrics_push: c.metrics.push,
         }
     }
 }

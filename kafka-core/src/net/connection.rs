@@ -41,6 +41,8 @@ pub(crate) enum Tag<T> {
     Handshake,
     /// The connection's own SaslHandshake or SaslAuthenticate request.
     Auth,
+    /// A KIP-714 telemetry request.
+    Telemetry,
     /// A caller's request, with the caller's tag.
     User(T),
 }

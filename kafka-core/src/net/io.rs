@@ -8,6 +8,25 @@
 macro_rules! network_io {
     ($ty:ty, $event:ty) => {
         impl $ty {
+            /// Pushes the metrics the cluster subscribed to (KIP-714) when due.
+            fn push_telemetry(&mut self, now: $crate::Instant) {
+                if self.net.telemetry_wants_push(now) {
+                    let snapshot = self.metrics(now);
+                    self.net.push_telemetry(&snapshot, now);
+                }
+            }
+
+            /// The client instance id the cluster assigned for telemetry (KIP-714), once it
+            /// did (`enable.metrics.push`, with a broker that has a telemetry receiver).
+            pub fn client_instance_id(&self) -> Option<uuid::Uuid> {
+                self.net.client_instance_id()
+            }
+
+            /// Telemetry pushes the brokers accepted (KIP-714).
+            pub fn telemetry_pushes(&self) -> u64 {
+                self.net.telemetry_pushes()
+            }
+
             /// Whether [`poll_output`](Self::poll_output) has something (a pure query).
             pub fn has_output(&self) -> bool {
                 self.net.has_transmit() || !self.events.is_empty()
@@ -25,6 +44,7 @@ macro_rules! network_io {
             pub fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
                 self.net.handle_connected(conn, now);
                 self.drive(now);
+                self.push_telemetry(now);
             }
 
             /// The adapter could not connect (refused, unreachable, DNS failure).
@@ -47,6 +67,7 @@ macro_rules! network_io {
             ) {
                 self.net.handle_received(conn, data, now);
                 self.drive(now);
+                self.push_telemetry(now);
             }
 
             /// A connection closed.
@@ -59,6 +80,7 @@ macro_rules! network_io {
             pub fn handle_timeout(&mut self, now: $crate::Instant) {
                 self.net.handle_timeout(now);
                 self.drive(now);
+                self.push_telemetry(now);
             }
 
             /// The wall clock (time since the Unix epoch) that TLS certificates are judged by

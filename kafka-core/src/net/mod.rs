@@ -17,6 +17,7 @@ mod config;
 mod connection;
 mod io;
 mod machine;
+mod telemetry;
 #[cfg(feature = "tls")]
 mod tls;
 #[cfg(not(feature = "tls"))]
@@ -53,6 +54,7 @@ use kafka_proto::{encode_request_into, BrokerVersions, DecodeError, NegotiationE
 
 use crate::config::HostPort;
 use crate::metrics::net::NetMetrics;
+use crate::metrics::telemetry::Telemetry;
 use crate::rng::Rng;
 use crate::time::Instant;
 pub use config::NetConfig;
@@ -122,6 +124,8 @@ pub struct Network<T> {
     features: (i64, BTreeMap<String, i16>),
     /// Connection and request metrics.
     metrics: NetMetrics,
+    /// KIP-714 telemetry.
+    telemetry: Telemetry,
 }
 
 impl<T> Network<T> {
@@ -129,6 +133,7 @@ impl<T> Network<T> {
     pub fn new(cfg: NetConfig, bootstrap: Vec<HostPort>) -> Self {
         let mut rng = Rng::new(cfg.seed);
         let metrics_window = cfg.metrics_window;
+        let (metrics_push, seed) = (cfg.metrics_push, cfg.seed);
         let mut bootstrap = bootstrap;
         rng.shuffle(&mut bootstrap);
         Network {
@@ -154,6 +159,7 @@ impl<T> Network<T> {
             token_wanted: false,
             features: (-1, BTreeMap::new()),
             metrics: NetMetrics::new(metrics_window),
+            telemetry: Telemetry::new(metrics_push, seed),
         }
     }
 
@@ -705,6 +711,7 @@ impl<T> Network<T> {
             match req.tag {
                 Tag::Handshake => self.on_api_versions(conn, body, req.version, now),
                 Tag::Auth => self.on_auth(conn, body, now),
+                Tag::Telemetry => self.on_telemetry(body, now),
                 Tag::User(tag) => self.events.push_back(NetEvent::Response {
                     conn,
                     node,
@@ -718,6 +725,7 @@ impl<T> Network<T> {
             }
         }
         self.close_idle_bootstrap(now);
+        self.telemetry_step(now);
     }
 
     fn on_api_versions(&mut self, conn: ConnId, body: ResponseBody, sent: i16, now: Instant) {
@@ -815,6 +823,9 @@ impl<T> Network<T> {
             self.node_failed = true;
         }
         let node = c.node();
+        if c.in_flight.iter().any(|r| matches!(r.tag, Tag::Telemetry)) {
+            self.telemetry.failed(now);
+        }
         for req in c.in_flight {
             if let Tag::User(tag) = req.tag {
                 self.events.push_back(NetEvent::Failed {
@@ -906,6 +917,7 @@ impl<T> Network<T> {
         }
         self.reauthenticate_due(now);
         self.expire_token_waits(now);
+        self.telemetry_step(now);
     }
 
     /// The next instant [`Network::handle_timeout`] has work at. A pure query.
@@ -915,7 +927,7 @@ impl<T> Network<T> {
             .values()
             .filter_map(|c| c.next_deadline(self.cfg.max_idle));
         let retries = self.failures.values().filter_map(|f| f.retry_at);
-        conns.chain(retries).min()
+        conns.chain(retries).chain(self.telemetry_deadline()).min()
     }
 
     /// Whether a network action waits for the adapter.

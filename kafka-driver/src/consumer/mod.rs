@@ -236,8 +236,8 @@ pub(crate) enum Command {
     /// The application's progress, the records it took of each topic since the last ask
     /// (for the metrics), and where the next event goes.
     Next(Progress, Taken, oneshot::Sender<Handed>),
-    /// A metrics snapshot.
-    Metrics(oneshot::Sender<kafka_core::metrics::MetricsSnapshot>),
+    /// A metrics snapshot, after counting the records taken since the last report.
+    Metrics(Taken, oneshot::Sender<kafka_core::metrics::MetricsSnapshot>),
     Subscribe(Vec<String>),
     SubscribePattern(String),
     Commit(Progress, oneshot::Sender<Result<(), CommitError>>),
@@ -536,9 +536,15 @@ impl<R: Runtime> Consumer<R> {
     /// Every metric now, with the Java consumer's names (`consumer-fetch-manager-metrics`,
     /// `consumer-coordinator-metrics`, `consumer-metrics`, `consumer-node-metrics`). Records
     /// count as consumed once the application has read them and asks for more.
-    pub async fn metrics(&self) -> kafka_core::metrics::MetricsSnapshot {
+    pub async fn metrics(&mut self) -> kafka_core::metrics::MetricsSnapshot {
+        // What the application has read so far counts, up to this instant.
+        if let Some(r) = self.reading.as_mut().filter(|r| r.taken > 0) {
+            self.taken
+                .push((r.topic.clone(), std::mem::take(&mut r.taken)));
+        }
         let (tx, rx) = oneshot::channel();
-        self.send(Command::Metrics(tx));
+        let taken = std::mem::take(&mut self.taken);
+        self.send(Command::Metrics(taken, tx));
         rx.await.unwrap_or_default()
     }
 

@@ -180,7 +180,10 @@ impl Session for ConsumerSession {
             }
             Command::Pause(t, p) => self.core.pause(&t, p),
             Command::Resume(t, p) => self.core.resume(&t, p, now),
-            Command::Metrics(reply) => {
+            Command::Metrics(taken, reply) => {
+                for (topic, n) in taken {
+                    self.core.record_consumed(&topic, n, now);
+                }
                 let _ = reply.send(self.core.metrics(now));
             }
             Command::GroupMetadata(reply) => {

@@ -444,6 +444,17 @@ impl<R: Runtime> Producer<R> {
         self.shared.core().producer.metrics(R::now())
     }
 
+    /// The client instance id the cluster assigned for telemetry (KIP-714): `None` until a
+    /// broker with a telemetry receiver answered, or with `enable.metrics.push=false`.
+    pub fn client_instance_id(&self) -> Option<uuid::Uuid> {
+        self.shared.core().producer.client_instance_id()
+    }
+
+    /// How many telemetry pushes (KIP-714) the brokers accepted.
+    pub fn telemetry_pushes(&self) -> u64 {
+        self.shared.core().producer.telemetry_pushes()
+    }
+
     /// The transaction version in use (KIP-890): 2 where the cluster finalized
     /// `transaction.version` 2 by the time `init_transactions` completed, else 1; `None`
     /// before, or without `transactional.id`.
