@@ -259,6 +259,12 @@ impl Metadata {
         self.failures = 0;
         self.retry_at = None;
         self.refreshed_at = Some(now);
+        tracing::debug!(
+            brokers = resp.brokers.len(),
+            topics = resp.topics.len(),
+            controller = resp.controller_id,
+            "metadata refreshed"
+        );
         let mut update = MetadataUpdate::default();
         if !resp.brokers.is_empty() {
             self.brokers = broker_addresses(resp).collect();

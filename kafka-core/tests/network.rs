@@ -28,6 +28,7 @@ struct Harness {
 
 fn cfg(seed: u64) -> NetConfig {
     NetConfig {
+        kind: "test",
         client_id: "test".into(),
         request_timeout: Duration::from_secs(30),
         setup_timeout: Backoff::new(Duration::from_secs(10), Duration::from_secs(30)),

@@ -519,3 +519,67 @@ fn reauthentication_is_timed_from_the_request_less_a_round_trip() {
         );
     }
 }
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn no_secret_reaches_a_span_an_event_or_a_metric() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    // The scripted broker's user is alice/secret.
+    let good = "secret";
+    let bad = "pw-BBB222-secret";
+    tracing::subscriber::with_default(subscriber, || {
+        for password in [good, bad] {
+            let mut settings = PLAIN;
+            settings[3] = ("sasl.password", password);
+            let (mut h, make) = H::new(net(&settings), plain_broker(0, Duration::ZERO));
+            h.net.least_loaded(h.now);
+            h.pump(&*make);
+            if let Some(conn) = h.net.least_loaded(h.now) {
+                h.net
+                    .send(conn, &MetadataRequest::default(), 1, true, h.now)
+                    .unwrap();
+                h.pump(&*make);
+            }
+            let mut map = vec![("bootstrap.servers", "b:1"), ("client.id", "c")];
+            map.extend_from_slice(&settings);
+            let producer = kafka_core::Producer::new(ProducerConfig::from_map(map).unwrap());
+            let json = producer.metrics(h.now).to_json();
+            assert!(!json.contains(password), "{json}");
+        }
+    });
+    let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    // The events are there, with their fields...
+    for expected in [
+        "connecting",
+        "authenticated",
+        "mechanism=\"PLAIN\"",
+        "authentication failed",
+        "api=SaslAuthenticate",
+        "api=Metadata",
+        "correlation_id=",
+    ] {
+        assert!(out.contains(expected), "no `{expected}` in:\n{out}");
+    }
+    // ...and no password, nor the SASL/PLAIN token that carries it.
+    assert!(!out.contains(good) && !out.contains(bad), "{out}");
+    assert!(!out.contains("alice\u{0}"), "{out}");
+}

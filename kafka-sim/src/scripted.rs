@@ -61,17 +61,26 @@ impl std::fmt::Debug for ScriptedBroker {
     }
 }
 
+/// The APIs a broker advertises by default: every one this codec implements, at its versions,
+/// except KIP-714 telemetry, which Apache Kafka offers only with a telemetry receiver
+/// configured (advertise it with [`ScriptedBroker::with_versions`]).
+pub fn default_versions() -> Vec<(i16, i16, i16)> {
+    ApiKey::ALL
+        .iter()
+        .filter(|k| !matches!(k, ApiKey::GetTelemetrySubscriptions | ApiKey::PushTelemetry))
+        .map(|k| (k.key(), k.min_version(), k.max_version()))
+        .collect()
+}
+
 impl ScriptedBroker {
-    /// A broker advertising every API at the versions this codec implements, answering
+    /// A broker advertising every API (but telemetry: see [`default_versions`]) at the
+    /// versions this codec implements, answering
     /// everything but ApiVersions through `handler`.
     pub fn new(
         handler: impl FnMut(&RequestHeader, &RequestBody) -> Reply + Send + 'static,
     ) -> Self {
         ScriptedBroker {
-            versions: ApiKey::ALL
-                .iter()
-                .map(|k| (k.key(), k.min_version(), k.max_version()))
-                .collect(),
+            versions: default_versions(),
             frames: FrameDecoder::default(),
             handler: Box::new(handler),
             requests: Vec::new(),

@@ -527,6 +527,7 @@ impl Fetcher {
                         part.awaiting_committed = true;
                         self.parts.insert(tp.clone(), part);
                     }
+                    tracing::info!(partitions = ?tps, "partitions assigned");
                     self.events.push_back(FetchEvent::Assigned(tps));
                 }
                 Ok(GroupEvent::Revoking(tps)) => {
@@ -536,6 +537,7 @@ impl Fetcher {
                     // The application acknowledges (and with auto-commit, its consumed
                     // offsets are committed) once it reported what it took.
                     g.revoking.extend(tps.iter().cloned());
+                    tracing::info!(partitions = ?tps, "partitions revoked");
                     self.events.push_back(FetchEvent::Revoking(tps));
                 }
                 Ok(GroupEvent::Lost(tps)) => {
@@ -543,9 +545,13 @@ impl Fetcher {
                         self.parts.remove(tp);
                     }
                     g.offsets.removed(&tps);
+                    tracing::warn!(partitions = ?tps, "partitions lost");
                     self.events.push_back(FetchEvent::Lost(tps));
                 }
-                Ok(GroupEvent::Fatal(e)) => self.events.push_back(FetchEvent::GroupFailed(e)),
+                Ok(GroupEvent::Fatal(e)) => {
+                    tracing::error!(error = %e, "group membership failed");
+                    self.events.push_back(FetchEvent::GroupFailed(e))
+                }
                 Ok(GroupEvent::Left) => self.events.push_back(FetchEvent::Left),
                 Err(OffsetEvent::Fetched(list)) => {
                     for (tp, committed) in list {

@@ -122,14 +122,19 @@ impl ConsumerMetrics {
     /// from the moment an active member stops being stable until it is stable again.
     pub(crate) fn membership(&mut self, active: bool, stable: bool, now: Instant) {
         match (active && !stable, self.rebalance_started) {
-            (true, None) => self.rebalance_started = Some(now),
+            (true, None) => {
+                tracing::info!("rebalance started");
+                self.rebalance_started = Some(now)
+            }
             (false, Some(start)) => {
                 self.rebalance_started = None;
                 if stable {
                     let ms = now.saturating_duration_since(start).as_secs_f64() * 1e3;
+                    tracing::info!(latency_ms = ms, "rebalance completed");
                     self.rebalance_latency.record(ms, now, self.window);
                     self.last_rebalance = Some(now);
                 } else {
+                    tracing::info!("rebalance ended without a stable group");
                     self.failed_rebalances += 1;
                 }
             }

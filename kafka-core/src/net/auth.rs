@@ -232,6 +232,13 @@ impl<T> Network<T> {
         };
         c.sasl = None;
         c.reauth_at = reauth;
+        tracing::info!(
+            conn = conn.0,
+            addr = %c.addr,
+            mechanism = self.cfg.security.sasl.mechanism.name(),
+            session_ms = lifetime_ms,
+            "authenticated"
+        );
         if c.state != State::Ready {
             c.state = State::Ready;
             let addr = c.addr.clone();
@@ -252,6 +259,7 @@ impl<T> Network<T> {
             return;
         };
         let e = error(c.addr.clone(), mechanism);
+        tracing::error!(conn = conn.0, addr = %c.addr, mechanism, error = %e, "authentication failed");
         self.last_problem = stamp(now, e.to_string());
         self.auth_failure = Some(e);
         self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, true);

@@ -8,6 +8,8 @@ use crate::config::{ProducerConfig, SecurityConfig};
 /// The connection manager's settings.
 #[derive(Debug, Clone)]
 pub struct NetConfig {
+    /// Which client this is (`producer`, `consumer`, `admin`), for the tracing span.
+    pub kind: &'static str,
     /// `client.id`, sent in every request header.
     pub client_id: String,
     /// `request.timeout.ms`.
@@ -34,6 +36,7 @@ impl NetConfig {
     /// The network settings of a consumer configuration.
     pub fn from_consumer(c: &crate::config::ConsumerConfig) -> Self {
         NetConfig {
+            kind: "consumer",
             client_id: c.client_id.clone(),
             request_timeout: c.request_timeout,
             setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
@@ -51,6 +54,7 @@ impl NetConfig {
     /// The network settings of an admin configuration.
     pub fn from_admin(c: &crate::config::AdminConfig) -> Self {
         NetConfig {
+            kind: "admin",
             client_id: c.client_id.clone(),
             request_timeout: c.request_timeout,
             setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),
@@ -67,6 +71,7 @@ impl NetConfig {
     /// The network settings of a producer configuration.
     pub fn from_producer(c: &ProducerConfig) -> Self {
         NetConfig {
+            kind: "producer",
             client_id: c.client_id.clone(),
             request_timeout: c.request_timeout,
             setup_timeout: Backoff::new(c.connection_setup_timeout, c.connection_setup_timeout_max),

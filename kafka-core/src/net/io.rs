@@ -42,6 +42,7 @@ macro_rules! network_io {
 
             /// The adapter connected a connection.
             pub fn handle_connected(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+                let _span = self.net.span().clone().entered();
                 self.net.handle_connected(conn, now);
                 self.drive(now);
                 self.push_telemetry(now);
@@ -54,6 +55,7 @@ macro_rules! network_io {
                 error: $crate::net::ConnectError,
                 now: $crate::Instant,
             ) {
+                let _span = self.net.span().clone().entered();
                 self.net.handle_connect_failed(conn, error, now);
                 self.drive(now);
             }
@@ -65,6 +67,7 @@ macro_rules! network_io {
                 data: &[u8],
                 now: $crate::Instant,
             ) {
+                let _span = self.net.span().clone().entered();
                 self.net.handle_received(conn, data, now);
                 self.drive(now);
                 self.push_telemetry(now);
@@ -72,12 +75,14 @@ macro_rules! network_io {
 
             /// A connection closed.
             pub fn handle_closed(&mut self, conn: $crate::net::ConnId, now: $crate::Instant) {
+                let _span = self.net.span().clone().entered();
                 self.net.handle_closed(conn, now);
                 self.drive(now);
             }
 
             /// Time passed: expire, retry, linger.
             pub fn handle_timeout(&mut self, now: $crate::Instant) {
+                let _span = self.net.span().clone().entered();
                 self.net.handle_timeout(now);
                 self.drive(now);
                 self.push_telemetry(now);

@@ -84,6 +84,14 @@ fn stamp(now: Instant, problem: String) -> Option<(String, Instant)> {
     Some((problem, now))
 }
 
+/// A connection's node, for logs (`None`: a bootstrap connection).
+fn peer_node(peer: &Peer) -> Option<NodeId> {
+    match peer {
+        Peer::Node(id, _) => Some(*id),
+        Peer::Bootstrap => None,
+    }
+}
+
 /// The client software name and version sent in ApiVersions v3+ (KIP-511).
 const SOFTWARE_NAME: &str = "kafka-rs";
 
@@ -126,6 +134,8 @@ pub struct Network<T> {
     metrics: NetMetrics,
     /// KIP-714 telemetry.
     telemetry: Telemetry,
+    /// The client's tracing span: every event of its inputs is inside it.
+    span: tracing::Span,
 }
 
 impl<T> Network<T> {
@@ -134,6 +144,7 @@ impl<T> Network<T> {
         let mut rng = Rng::new(cfg.seed);
         let metrics_window = cfg.metrics_window;
         let (metrics_push, seed) = (cfg.metrics_push, cfg.seed);
+        let span = tracing::info_span!("kafka", client = cfg.kind, client_id = %cfg.client_id);
         let mut bootstrap = bootstrap;
         rng.shuffle(&mut bootstrap);
         Network {
@@ -160,6 +171,7 @@ impl<T> Network<T> {
             features: (-1, BTreeMap::new()),
             metrics: NetMetrics::new(metrics_window),
             telemetry: Telemetry::new(metrics_push, seed),
+            span,
         }
     }
 
@@ -433,6 +445,15 @@ impl<T> Network<T> {
         let deadline = now + timeout;
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
         self.metrics.request(c.node(), enc.len(), now);
+        tracing::trace!(
+            conn = conn.0,
+            node = c.node(),
+            api = ?R::API_KEY,
+            version,
+            correlation_id,
+            bytes = enc.len(),
+            "request"
+        );
         if let Some(tag) = tag {
             c.in_flight.push_back(InFlight {
                 correlation_id,
@@ -483,6 +504,7 @@ impl<T> Network<T> {
             self.by_node.insert((node, purpose), id);
         }
         self.metrics.connection_created(now);
+        tracing::debug!(conn = id.0, %addr, node = ?peer_node(&peer), "connecting");
         self.transmits.push_back(Transmit::Connect {
             conn: id,
             addr: addr.clone(),
@@ -500,6 +522,7 @@ impl<T> Network<T> {
         let State::Connecting { deadline } = c.state else {
             return;
         };
+        tracing::debug!(conn = conn.0, addr = %c.addr, "connected");
         if self.cfg.security.protocol.tls() {
             return self.start_tls(conn, deadline, now);
         }
@@ -648,6 +671,7 @@ impl<T> Network<T> {
                 return self.auth_failed(conn, now, |addr, _| AuthError::Tls { addr, reason });
             }
             if handshaken {
+                tracing::debug!(conn = conn.0, addr = %c.addr, "TLS handshake done");
                 c.state = State::Handshake;
                 self.send_api_versions(conn, ApiKey::ApiVersions.max_version(), now);
             }
@@ -674,6 +698,16 @@ impl<T> Network<T> {
             }
             let req = c.in_flight.pop_front().expect("checked");
             let latency = now.saturating_duration_since(req.sent);
+            tracing::debug!(
+                conn = conn.0,
+                node = c.node(),
+                api = ?req.api,
+                version = req.version,
+                correlation_id = req.correlation_id,
+                latency_us = latency.as_micros() as u64,
+                bytes = frame.len(),
+                "response"
+            );
             self.metrics
                 .response(c.node(), frame.len(), latency.as_secs_f64() * 1e3, now);
             let body = match decode_response_body(req.api, req.version, &frame) {
@@ -773,6 +807,13 @@ impl<T> Network<T> {
         }
         c.state = State::Ready;
         let addr = c.addr.clone();
+        tracing::debug!(
+            conn = conn.0,
+            node = c.node(),
+            %addr,
+            api_versions = sent,
+            "connection ready"
+        );
         self.failures.remove(&addr);
     }
 
@@ -813,6 +854,14 @@ impl<T> Network<T> {
         let Some(c) = self.remove(conn, we_close, now) else {
             return;
         };
+        tracing::info!(
+            conn = conn.0,
+            addr = %c.addr,
+            node = c.node(),
+            in_flight = c.in_flight.len(),
+            problem = self.last_problem.as_ref().map(|p| p.0.as_str()),
+            "connection failed"
+        );
         let f = self.failures.entry(c.addr.clone()).or_default();
         let delay = self.cfg.reconnect.delay(f.count, &mut self.rng);
         f.count = f.count.saturating_add(1);
@@ -943,6 +992,11 @@ impl<T> Network<T> {
     /// The next request outcome for the caller.
     pub fn poll_event(&mut self) -> Option<NetEvent<T>> {
         self.events.pop_front()
+    }
+
+    /// The client's tracing span (events of its inputs happen inside it).
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     /// Adds the connection metrics to a snapshot: client-wide to `group`, per node to

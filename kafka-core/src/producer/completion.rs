@@ -181,6 +181,14 @@ impl Producer {
         let retries_left = (b.attempts as i64) < i64::from(self.cfg.retries);
         if retries_left && b.deadline > now && self.closing.is_none_or(|d| d > now) {
             self.metrics.retried(&b.tp.0, b.records.len(), now);
+            tracing::debug!(
+                topic = %b.tp.0,
+                partition = b.tp.1,
+                records = b.records.len(),
+                attempt = b.attempts + 1,
+                error = %error,
+                "retrying batch"
+            );
             b.retry_at = Some(now + self.retry_backoff.delay(b.attempts, &mut self.rng));
             b.attempts += 1;
             self.acc.reenqueue(b);
@@ -203,6 +211,14 @@ impl Producer {
         };
         self.release(&b);
         self.metrics.failed(&b.tp.0, b.records.len(), self.now);
+        tracing::warn!(
+            topic = %b.tp.0,
+            partition = b.tp.1,
+            records = b.records.len(),
+            certainty = ?certainty,
+            error = %error,
+            "batch failed"
+        );
         for r in &b.records {
             let outcome = Outcome::Failed {
                 error: error.clone(),

@@ -528,13 +528,12 @@ impl SimCluster {
     }
 
     fn api_versions(&self, node: i32, version: i16) -> Answer {
-        let table: Vec<(i16, i16, i16)> =
-            self.cfg.versions.get(&node).cloned().unwrap_or_else(|| {
-                ApiKey::ALL
-                    .iter()
-                    .map(|k| (k.key(), k.min_version(), k.max_version()))
-                    .collect()
-            });
+        let table: Vec<(i16, i16, i16)> = self
+            .cfg
+            .versions
+            .get(&node)
+            .cloned()
+            .unwrap_or_else(crate::scripted::default_versions);
         // Answered as the codec's newest ApiVersions, whatever the table says of it.
         let (mut body, at) =
             api_versions_answer(&table, ApiKey::ApiVersions.max_version(), version);
