@@ -366,6 +366,7 @@ impl Producer {
                     partition: p,
                     count: count as usize,
                 };
+                self.metrics.failed(&r.topic, 1, self.now);
                 self.resolve(
                     token,
                     Outcome::Failed {

@@ -73,9 +73,76 @@ pub struct ProducerApp {
     unresolved: usize,
     buffer_memory: usize,
     ledger: Rc<RefCell<Ledger>>,
+    /// Outcomes seen: delivered, failed (the truth the metrics are checked against).
+    delivered: u64,
+    failed: u64,
+}
+
+/// The connection metrics' own arithmetic: every connection made is open or was closed, and
+/// no response came without a request.
+fn check_connection_metrics(
+    m: &kafka_core::metrics::MetricsSnapshot,
+    group: &str,
+    who: &str,
+) -> Result<(), Failure> {
+    let get = |n: &str| m.get(group, n).unwrap_or(f64::NAN);
+    let (made, closed, open) = (
+        get("connection-creation-total"),
+        get("connection-close-total"),
+        get("connection-count"),
+    );
+    if made - closed != open {
+        return Err(Failure::new(format!(
+            "{who}: {made} connections created and {closed} closed, yet connection-count is {open}"
+        )));
+    }
+    if get("response-total") > get("request-total") {
+        return Err(Failure::new(format!(
+            "{who}: response-total {} above request-total {}",
+            get("response-total"),
+            get("request-total")
+        )));
+    }
+    Ok(())
 }
 
 impl ProducerApp {
+    /// The producer's metrics against the outcomes it delivered: `record-error-total` is
+    /// exactly the records that failed; every delivered record was sent at least once, and
+    /// no record was sent more often than once plus its retries.
+    pub fn check_metrics(&self, now: Instant) -> Result<(), Failure> {
+        let m = self.producer.metrics(now);
+        let get = |n: &str| m.get("producer-metrics", n).unwrap_or(f64::NAN);
+        let (sent, retried, errors) = (
+            get("record-send-total"),
+            get("record-retry-total"),
+            get("record-error-total"),
+        );
+        let (delivered, failed) = (self.delivered as f64, self.failed as f64);
+        if errors != failed {
+            return Err(Failure::new(format!(
+                "producer {}: record-error-total {errors}, but {failed} records failed",
+                self.id
+            )));
+        }
+        if sent < delivered || sent > delivered + failed + retried {
+            return Err(Failure::new(format!(
+                "producer {}: record-send-total {sent} outside [{delivered} delivered, + {failed} failed + {retried} retried]",
+                self.id
+            )));
+        }
+        let topic = m
+            .find("producer-topic-metrics", "record-send-total", &[("topic", "t")])
+            .unwrap_or(0.0);
+        if topic != sent {
+            return Err(Failure::new(format!(
+                "producer {}: topic t's record-send-total {topic}, the producer's {sent}",
+                self.id
+            )));
+        }
+        check_connection_metrics(&m, "producer-metrics", &format!("producer {}", self.id))
+    }
+
     /// A producer with these settings (on top of the simulation's), sending until `stop_at`.
     pub fn new(
         id: usize,
@@ -116,6 +183,8 @@ impl ProducerApp {
             unresolved: 0,
             buffer_memory,
             ledger,
+            delivered: 0,
+            failed: 0,
         }
     }
 
@@ -190,6 +259,10 @@ impl ProducerApp {
                     )));
                 };
                 self.unresolved -= size;
+                match &outcome {
+                    Outcome::Delivered { .. } => self.delivered += 1,
+                    _ => self.failed += 1,
+                }
                 let mut ledger = self.ledger.borrow_mut();
                 let entry = ledger
                     .sent
@@ -227,6 +300,8 @@ pub struct ConsumerApp {
     /// It left.
     pub left: bool,
     ledger: Rc<RefCell<Ledger>>,
+    /// Records the application took (the truth `records-consumed-total` is checked against).
+    taken: u64,
 }
 
 /// `queued.max.messages.kbytes` in the simulation: small, so the budget is exercised.
@@ -298,6 +373,7 @@ impl ConsumerApp {
             leaving: false,
             left: false,
             ledger,
+            taken: 0,
         }
     }
 
@@ -355,6 +431,10 @@ impl ConsumerApp {
                     handed.insert(r.offset);
                 }
                 ledger.consumed += records.len() as u64;
+                // What the driver reports for its handles: the records the application took.
+                self.fetcher
+                    .record_consumed(&topic, records.len() as u64, now);
+                self.taken += records.len() as u64;
                 if let Some(last) = records.last() {
                     self.fetcher
                         .consumed(&topic, partition, last.offset + 1, leader_epoch);
@@ -388,6 +468,26 @@ impl ConsumerApp {
             _ => {}
         }
         Ok(())
+    }
+}
+
+impl ConsumerApp {
+    /// The consumer's metrics against what it took: `records-consumed-total` is exactly the
+    /// records handed to the application, per topic too.
+    pub fn check_metrics(&self, now: Instant) -> Result<(), Failure> {
+        let m = self.fetcher.metrics(now);
+        const G: &str = "consumer-fetch-manager-metrics";
+        let total = m.get(G, "records-consumed-total").unwrap_or(f64::NAN);
+        let topic = m
+            .find(G, "records-consumed-total", &[("topic", "t")])
+            .unwrap_or(0.0);
+        if total != self.taken as f64 || topic != total {
+            return Err(Failure::new(format!(
+                "consumer {}: records-consumed-total {total} (topic t: {topic}), but it took {}",
+                self.id, self.taken
+            )));
+        }
+        check_connection_metrics(&m, "consumer-metrics", &format!("consumer {}", self.id))
     }
 }
 

@@ -472,6 +472,13 @@ fn check_final(
     ledger: &Rc<RefCell<Ledger>>,
     report: &mut Report,
 ) -> Result<(), Failure> {
+    // The metrics against the truth the applications saw.
+    for c in w.clients.iter().flatten() {
+        match c {
+            Client::Producer(p) => p.check_metrics(w.now)?,
+            Client::Consumer(c) => c.check_metrics(w.now)?,
+        }
+    }
     let ledger = ledger.borrow();
     let log = log_by_value(&w.cluster);
     for (producer, sent) in &ledger.sent {
