@@ -425,3 +425,40 @@ throttled!(
     GetTelemetrySubscriptions,
     PushTelemetry,
 );
+
+macro_rules! top_level_errors {
+    ($($name:ident),* $(,)?) => {
+        impl ResponseBody {
+            /// The response's top-level error code, for responses that have one (0: none;
+            /// also 0 for responses whose errors are per topic, partition or group).
+            pub fn top_level_error(&self) -> i16 {
+                match self {
+                    $( ResponseBody::$name(r) => r.error_code, )*
+                    _ => 0,
+                }
+            }
+        }
+    };
+}
+
+top_level_errors!(
+    ApiVersions,
+    Metadata,
+    FindCoordinator,
+    JoinGroup,
+    Heartbeat,
+    LeaveGroup,
+    SyncGroup,
+    ListGroups,
+    SaslHandshake,
+    SaslAuthenticate,
+    InitProducerId,
+    AddOffsetsToTxn,
+    EndTxn,
+    DescribeCluster,
+    ConsumerGroupHeartbeat,
+    GetTelemetrySubscriptions,
+    PushTelemetry,
+    Fetch,
+    OffsetFetch,
+);

@@ -206,6 +206,10 @@ public class KafkaPeer {
         p.setProperty("bootstrap.servers", bootstrap);
         p.putIfAbsent("linger.ms", "5");
         boolean abort = Boolean.parseBoolean((String) p.remove("peer.abort"));
+        // peer.sync: each record's send waits for the one before to be acknowledged.
+        boolean sync = Boolean.parseBoolean((String) p.remove("peer.sync"));
+        // peer.metrics: the client's own metrics are printed on stderr at the end.
+        boolean metrics = Boolean.parseBoolean((String) p.remove("peer.metrics"));
         boolean transactional = p.containsKey("transactional.id");
         try (KafkaProducer<byte[], byte[]> producer =
                 new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
@@ -229,8 +233,14 @@ public class KafkaPeer {
                 }
                 sent.add(producer.send(new ProducerRecord<>(topic, partition < 0 ? null : partition,
                         timestamp < 0 ? null : timestamp, bytes(f[2]), bytes(f[3]), headers)));
+                if (sync) {
+                    sent.get(sent.size() - 1).get();
+                }
             }
             producer.flush();
+            if (metrics) {
+                printMetrics(producer.metrics());
+            }
             if (transactional && abort) {
                 producer.abortTransaction();
                 return;
@@ -257,6 +267,7 @@ public class KafkaPeer {
     static void consume(String bootstrap, String topic, int count, int timeoutS, Properties p) {
         p.setProperty("bootstrap.servers", bootstrap);
         p.putIfAbsent("auto.offset.reset", "earliest");
+        boolean metrics = Boolean.parseBoolean((String) p.remove("peer.metrics"));
         try (KafkaConsumer<byte[], byte[]> c =
                 new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             if (p.containsKey("group.id")) {
@@ -292,6 +303,20 @@ public class KafkaPeer {
             }
             if (p.containsKey("group.id")) {
                 c.commitSync();
+            }
+            if (metrics) {
+                printMetrics(c.metrics());
+            }
+        }
+    }
+
+    /// The client-wide metrics (those tagged with nothing but client-id) on stderr, one
+    /// `metric GROUP NAME VALUE` line each.
+    static void printMetrics(java.util.Map<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> all) {
+        for (var e : all.entrySet()) {
+            var n = e.getKey();
+            if (n.tags().keySet().stream().allMatch(k -> k.equals("client-id"))) {
+                System.err.println("metric " + n.group() + " " + n.name() + " " + e.getValue().metricValue());
             }
         }
     }

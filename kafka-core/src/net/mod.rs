@@ -445,15 +445,17 @@ impl<T> Network<T> {
         let deadline = now + timeout;
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
         self.metrics.request(c.node(), enc.len(), now);
-        tracing::trace!(
-            conn = conn.0,
-            node = c.node(),
-            api = ?R::API_KEY,
-            version,
-            correlation_id,
-            bytes = enc.len(),
-            "request"
-        );
+        self.span.in_scope(|| {
+            tracing::trace!(
+                conn = conn.0,
+                node = c.node(),
+                api = ?R::API_KEY,
+                version,
+                correlation_id,
+                bytes = enc.len(),
+                "request"
+            )
+        });
         if let Some(tag) = tag {
             c.in_flight.push_back(InFlight {
                 correlation_id,
@@ -504,7 +506,11 @@ impl<T> Network<T> {
             self.by_node.insert((node, purpose), id);
         }
         self.metrics.connection_created(now);
-        tracing::debug!(conn = id.0, %addr, node = ?peer_node(&peer), "connecting");
+        // Connections and requests also start from a client's sends, outside its inputs'
+        // span: their events enter it themselves.
+        self.span.in_scope(
+            || tracing::debug!(conn = id.0, %addr, node = ?peer_node(&peer), "connecting"),
+        );
         self.transmits.push_back(Transmit::Connect {
             conn: id,
             addr: addr.clone(),
@@ -727,6 +733,17 @@ impl<T> Network<T> {
                     return self.malformed(conn, error, now);
                 }
             };
+            let error = body.top_level_error();
+            if error != 0 {
+                tracing::debug!(
+                    conn = conn.0,
+                    node = c.node(),
+                    api = ?req.api,
+                    correlation_id = req.correlation_id,
+                    error = ?kafka_proto::ErrorCode::from_code(error),
+                    "error response"
+                );
+            }
             // A failed handshake's fields mean nothing (librdkafka's mock broker answers an
             // unsupported ApiVersions version with bytes that read as a 20-minute throttle).
             let failed_handshake = matches!(

@@ -132,7 +132,11 @@ impl ProducerApp {
             )));
         }
         let topic = m
-            .find("producer-topic-metrics", "record-send-total", &[("topic", "t")])
+            .find(
+                "producer-topic-metrics",
+                "record-send-total",
+                &[("topic", "t")],
+            )
             .unwrap_or(0.0);
         if topic != sent {
             return Err(Failure::new(format!(
