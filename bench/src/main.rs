@@ -12,10 +12,14 @@
 //! - `kafka-bench tls [--records N] [--rounds R] [--out docs/benchmarks-tls.md]`: the TLS
 //!   cell, on Apache Kafka (`tests::kafka::Cluster`): ours-tokio and rdkafka-base, 100 B and
 //!   10 KiB, acks=1, over PLAINTEXT and over SSL (mutual TLS) on the same broker.
+//! - `kafka-bench observability [--records N] [--rounds R] [--out docs/benchmarks-observability.md]`:
+//!   `kafka-cli perf produce` with metrics and tracing on against both compiled out, 100 B
+//!   records, on Apache Kafka: the client's CPU per record of each.
 //! - `kafka-bench child CLIENT ROLE BROKERS TOPIC COUNT SIZE ACKS COMPRESSION RATE`: one run,
 //!   one JSON line on stdout.
 
 mod clients;
+mod observability;
 mod report;
 mod tls;
 mod txn;
@@ -147,9 +151,10 @@ fn main() {
         Some("matrix") => matrix(&args[1..]),
         Some("tls") => tls::run(&args[1..]),
         Some("txn") => txn::run(&args[1..]),
+        Some("observability") => observability::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: kafka-bench matrix [--records N] [--rounds R] [--out FILE] | tls [--records N] [--rounds R] [--out FILE] | child ..."
+                "usage: kafka-bench matrix [--records N] [--rounds R] [--out FILE] | tls [--records N] [--rounds R] [--out FILE] | observability [--records N] [--rounds R] [--out FILE] | child ..."
             );
             std::process::exit(2);
         }

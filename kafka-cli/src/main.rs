@@ -18,6 +18,24 @@ use kafka_tokio::NewTopic;
 use args::{Cli, Command, ConfigAction, GroupAction, PerfCommand, TopicAction};
 use cluster::{print_metadata, CliResult, Cluster};
 
+/// With `RUST_LOG` set to a level (`error`, `warn`, `info`, `debug`, `trace`), the client's
+/// tracing events at that level and above go to stderr, as fields (`key=value`).
+fn logs() {
+    let Ok(level) = std::env::var("RUST_LOG") else {
+        return;
+    };
+    let Ok(level) = level.trim().parse::<tracing::Level>() else {
+        eprintln!(
+            "warning: RUST_LOG={level} is not a level (error, warn, info, debug, trace); no logs"
+        );
+        return;
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 fn main() -> ExitCode {
     // As kcat and other Unix filters: stdout closed by its reader (`kafka-cli consume | head`)
     // ends the program quietly, by SIGPIPE, instead of a panic in `println!`.
@@ -48,6 +66,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    logs();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

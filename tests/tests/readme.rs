@@ -174,6 +174,29 @@ async fn transactional(BOOTSTRAP: &'static str) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+#[test]
+fn the_readme_shows_this_metrics_example() {
+    assert_readme_shows(3, "README metrics example");
+}
+
+/// The README's metrics lines; returns what it read.
+async fn metrics_example(
+    producer: &kafka_tokio::Producer,
+    consumer: &mut kafka_tokio::Consumer,
+) -> (Option<f64>, Option<f64>) {
+    // README metrics example begins
+    let m = producer.metrics(); // a typed snapshot: Metric { group, name, tags, value, kind }
+    let sent = m.get("producer-metrics", "record-send-total");
+    let lag = consumer.metrics().await.find(
+        "consumer-fetch-manager-metrics",
+        "records-lag",
+        &[("topic", "orders"), ("partition", "0")],
+    );
+    println!("{}", m.to_json());
+    // README metrics example ends
+    (sent, lag)
+}
+
 /// The README's transactional loop on Apache Kafka: 100 orders in, each once in the output as a
 /// read_committed reader sees it, and the group's offsets at the input's end.
 #[test]
@@ -229,6 +252,29 @@ fn the_readme_transactional_example_runs_on_kafka() {
             }
         }
         assert_eq!(seen.len(), 100, "every order once in the output");
+        // The README's metrics lines, on the input's producer and a reader of partition 0
+        // from 10 records before its end.
+        for i in 0..20 {
+            let r = kafka_tokio::Record::new("orders", format!("more-{i}")).partition(0);
+            input.send(r).await.unwrap().await.unwrap();
+        }
+        let mut orders = kafka_tokio::Consumer::from_map([("bootstrap.servers", addr)]).unwrap();
+        let tp = ("orders".to_string(), 0);
+        let end = orders.end_offsets([tp.clone()]).await.unwrap()[&tp];
+        orders
+            .assign([("orders", 0)], kafka_tokio::StartFrom::Offset(end - 10))
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(30), orders.recv())
+            .await
+            .expect("a record within 30 s")
+            .unwrap();
+        let (sent, lag) = metrics_example(&input, &mut orders).await;
+        assert_eq!(sent, Some(120.0), "the input producer sent 120 records");
+        assert_eq!(
+            lag,
+            Some(0.0),
+            "the reader fetched up to the end of partition 0"
+        );
     });
 }
 

@@ -1,16 +1,37 @@
-//! Metrics and tracing on Apache Kafka: our headline metrics beside the Java client's own for
-//! the same workload on the same broker, and the tracing of one produce request.
+//! Observability on Apache Kafka, on one node with a broker-side KIP-714 telemetry receiver
+//! (`scripts/java/TelemetrySink.java`, which decodes every push with Kafka's own OpenTelemetry
+//! classes and writes its data points down):
+//! - our headline metrics beside the Java client's own for the same workload;
+//! - the tracing of one produce request, field by field;
+//! - KIP-714: a client-metrics subscription set through our admin API, a producer that pushes
+//!   the subscribed metrics, and one with `enable.metrics.push=false` that never asks.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use kafka_tokio::{Consumer, Producer, Record, StartFrom};
-use tests::kafka::{peer, Cluster};
+use kafka_tokio::{Admin, AlterConfigOp, ConfigResource, Consumer, Producer, Record, StartFrom};
+use tests::kafka::{peer, telemetry_sink_classpath, Cluster};
 use tests::tokio_block_on as block_on;
+
+/// Where the receiver writes.
+fn sink() -> PathBuf {
+    std::env::temp_dir().join(format!("kafka-rs-telemetry-{}.log", std::process::id()))
+}
 
 fn cluster() -> &'static Cluster {
     static C: OnceLock<Cluster> = OnceLock::new();
-    C.get_or_init(|| Cluster::start(1))
+    C.get_or_init(|| {
+        let _ = std::fs::remove_file(sink());
+        Cluster::start_with_classpath(
+            1,
+            &telemetry_sink_classpath(),
+            &[
+                "metric.reporters=TelemetrySink",
+                &format!("telemetry.sink.file={}", sink().display()),
+            ],
+        )
+    })
 }
 
 /// The Java client's client-wide metrics from the peer's `metric GROUP NAME VALUE` lines.
@@ -221,4 +242,134 @@ fn one_produce_request_is_traced_with_its_fields() {
     assert!(ours
         .iter()
         .all(|l| l.contains("kafka{client=\"producer\" client_id=traced}")));
+}
+
+/// Polls `f` every 100 ms until it holds, for at most `limit`.
+async fn until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn the_producer_pushes_the_subscribed_metrics_to_the_broker() {
+    let sink = sink();
+    let cluster = cluster();
+    cluster.create_topic("telemetry", 1, 1, &[]);
+    let bootstrap = cluster.bootstrap.clone();
+    block_on(async move {
+        let admin = Admin::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
+        admin
+            .alter_configs(
+                ConfigResource::ClientMetrics("kafka-rs-producers".into()),
+                vec![
+                    AlterConfigOp::Set("metrics".into(), "org.apache.kafka.producer.".into()),
+                    AlterConfigOp::Set("interval.ms".into(), "500".into()),
+                    // Only these two producers: the other tests' clients push nothing.
+                    AlterConfigOp::Set("match".into(), "client_id=telemetry-o.*".into()),
+                ],
+            )
+            .await
+            .expect("the client-metrics subscription is set through the admin API");
+        let pushing = Producer::from_map([
+            ("bootstrap.servers", bootstrap.as_str()),
+            ("client.id", "telemetry-on"),
+            ("linger.ms", "0"),
+        ])
+        .unwrap();
+        let silent = Producer::from_map([
+            ("bootstrap.servers", bootstrap.as_str()),
+            ("client.id", "telemetry-off"),
+            ("enable.metrics.push", "false"),
+        ])
+        .unwrap();
+        for i in 0..100 {
+            pushing
+                .send(Record::new("telemetry", format!("r{i}")))
+                .await
+                .unwrap()
+                .await
+                .unwrap();
+        }
+        silent
+            .send(Record::new("telemetry", "x"))
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        let before = pushing.telemetry_pushes();
+        until(
+            "two pushes after the records",
+            Duration::from_secs(30),
+            || pushing.telemetry_pushes() >= before + 2,
+        )
+        .await;
+        let id = pushing
+            .client_instance_id()
+            .expect("an instance id from the broker");
+        assert_eq!(
+            silent.client_instance_id(),
+            None,
+            "enable.metrics.push=false asks nothing"
+        );
+        assert_eq!(silent.telemetry_pushes(), 0);
+        let log = std::fs::read_to_string(&sink).expect("the receiver wrote the pushes");
+        let ours: Vec<&str> = log
+            .lines()
+            .filter(|l| l.starts_with(&id.to_string()))
+            .collect();
+        assert!(!log.contains("UNDECODABLE"), "{log}");
+        assert!(
+            !log.contains("telemetry-off"),
+            "the silent producer pushed:\n{log}"
+        );
+        let value = |name: &str| -> Vec<f64> {
+            ours.iter()
+                .filter(|l| l.split(' ').nth(2) == Some(name))
+                .filter_map(|l| l.split(' ').nth(3)?.parse().ok())
+                .collect()
+        };
+        // Apache Kafka asks for delta temporality: each push carries what was added since
+        // the one before, so the pushes add up to the total.
+        let sent = value("org.apache.kafka.producer.record.send.total");
+        assert!(sent.len() >= 2, "{ours:#?}");
+        assert_eq!(
+            sent.iter().sum::<f64>(),
+            100.0,
+            "the pushes count every record once: {sent:?}"
+        );
+        assert_eq!(
+            sent.last(),
+            Some(&0.0),
+            "nothing was sent since the push before: {sent:?}"
+        );
+        assert!(ours
+            .iter()
+            .all(|l| l.split(' ').nth(1) == Some("telemetry-on")));
+        assert!(
+            ours.iter().any(
+                |l| l.contains("org.apache.kafka.producer.node.request.latency.avg")
+                    && l.contains("node_id=node-1")
+            ),
+            "per-node metrics carry their node: {ours:#?}"
+        );
+        assert!(
+            ours.iter()
+                .all(|l| l.contains(" org.apache.kafka.producer.")),
+            "only the subscribed prefix is pushed"
+        );
+        // For the closing note: what the broker received.
+        let latest: Vec<&&str> = ours.iter().rev().take(12).collect();
+        eprintln!(
+            "the broker's receiver saw {} data points from {id}; the last:",
+            ours.len()
+        );
+        for l in latest.iter().rev() {
+            eprintln!("  {l}");
+        }
+        pushing.close(Duration::from_secs(5)).await;
+        silent.close(Duration::from_secs(5)).await;
+    });
 }
