@@ -499,3 +499,77 @@ fn an_unparseable_unsupported_version_handshake_retries_at_v0() {
     assert_eq!(&bytes[4..8], [0, 18, 0, 0], "ApiVersions v0");
     assert!(net.poll_transmit().is_none(), "no close");
 }
+
+/// KIP-714 telemetry that is due while every connection that offers it is at its in-flight
+/// limit waits, and looks again later, instead of leaving a deadline in the past for the
+/// driver to spin on (the API simulation's seed 150 live-locked so, on a re-authenticating
+/// connection).
+#[test]
+fn telemetry_that_cannot_be_sent_yet_waits_without_spinning() {
+    use kafka_sim::proto::api::ApiKey;
+    use kafka_sim::proto::messages::get_telemetry_subscriptions_response::GetTelemetrySubscriptionsResponse;
+    let every_api: Vec<(i16, i16, i16)> = ApiKey::ALL
+        .iter()
+        .map(|k| (k.key(), k.min_version(), k.max_version()))
+        .collect();
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(move |_| {
+            Some(
+                ScriptedBroker::new(|_, body| match body {
+                    RequestBody::Metadata(_) => Reply::Ignore,
+                    // A refusal: asked again after 30 s.
+                    RequestBody::GetTelemetrySubscriptions(_) => {
+                        Reply::Respond(ResponseBody::GetTelemetrySubscriptions(
+                            GetTelemetrySubscriptionsResponse {
+                                error_code: 15, // COORDINATOR_NOT_AVAILABLE: any error
+                                ..Default::default()
+                            },
+                        ))
+                    }
+                    other => panic!("{other:?}"),
+                })
+                .with_versions(every_api.clone()),
+            )
+        }),
+    );
+    let conn = h.least_loaded();
+    h.pump();
+    let asked = |h: &Harness| {
+        h.brokers
+            .values()
+            .flat_map(|b| b.requests())
+            .filter(|(hd, _)| hd.api_key == 71)
+            .count()
+    };
+    assert_eq!(asked(&h), 1, "asked once the connection was ready");
+    // Just before the subscription is due again, the connection fills up (5 in flight,
+    // never answered: they would time out at 59 s).
+    h.advance_to(Instant::from_millis(29_000));
+    for tag in 0..5 {
+        h.net
+            .send(conn, &MetadataRequest::default(), tag, true, h.now)
+            .unwrap();
+    }
+    h.pump();
+    let until = Instant::from_millis(40_000);
+    let mut steps = 0;
+    while let Some(next) = h.net.poll_timeout().filter(|n| *n <= until) {
+        steps += 1;
+        assert!(steps < 1_000, "live-lock: poll_timeout stays at {next:?}");
+        assert!(
+            next >= h.now,
+            "a deadline in the past: {next:?} at {:?}",
+            h.now
+        );
+        h.now = next;
+        h.net.handle_timeout(h.now);
+        h.pump();
+    }
+    assert_eq!(
+        asked(&h),
+        1,
+        "nothing could be sent while the connection was full"
+    );
+}

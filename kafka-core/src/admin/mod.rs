@@ -326,19 +326,11 @@ impl Admin {
     /// Every metric at `now`, with the Java admin client's names (`admin-client-metrics`,
     /// `admin-client-node-metrics`): its connections and requests.
     pub fn metrics(&self, now: Instant) -> crate::metrics::MetricsSnapshot {
-        let mut metrics = Vec::new();
-        let mut out = crate::metrics::Out {
-            metrics: &mut metrics,
-            now,
-            window: self.cfg.metrics.window,
-            client_id: &self.cfg.client_id,
-        };
-        self.net.metrics(
-            &mut out,
-            "admin-client-metrics",
-            "admin-client-node-metrics",
-        );
-        crate::metrics::MetricsSnapshot { metrics }
+        let (window, id) = (self.cfg.metrics.window, &self.cfg.client_id);
+        crate::metrics::MetricsSnapshot::build(now, window, id, |out| {
+            self.net
+                .metrics(out, "admin-client-metrics", "admin-client-node-metrics")
+        })
     }
 
     /// Describes the cluster: brokers, controller, and `topics` (all of them when `None`).

@@ -49,7 +49,7 @@ use crate::config::ConsumerConfig;
 use crate::group::offsets::{CommitError, CommitId, LookupId};
 use crate::metadata::Metadata;
 use crate::metrics::consumer::ConsumerMetrics;
-use crate::metrics::{MetricsSnapshot, Out};
+use crate::metrics::MetricsSnapshot;
 use crate::net::{lane, NetConfig, NetEvent, Network, NodeId, Purpose};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -355,21 +355,15 @@ impl Fetcher {
     /// `consumer-fetch-manager-metrics` (client-wide, per topic and per partition),
     /// `consumer-coordinator-metrics` (with `group.id`) and `consumer-node-metrics`.
     pub fn metrics(&self, now: Instant) -> MetricsSnapshot {
-        let mut metrics = Vec::new();
-        let mut out = Out {
-            metrics: &mut metrics,
-            now,
-            window: self.cfg.metrics.window,
-            client_id: &self.cfg.client_id,
-        };
         let parts = &self.parts;
         let fetched =
             |topic: &str, partition: i32| parts.contains_key(&(topic.to_owned(), partition));
-        self.metrics
-            .snapshot(&mut out, parts.len(), self.group.is_some(), fetched);
-        self.net
-            .metrics(&mut out, "consumer-metrics", "consumer-node-metrics");
-        MetricsSnapshot { metrics }
+        MetricsSnapshot::build(now, self.cfg.metrics.window, &self.cfg.client_id, |out| {
+            self.metrics
+                .snapshot(out, parts.len(), self.group.is_some(), fetched);
+            self.net
+                .metrics(out, "consumer-metrics", "consumer-node-metrics");
+        })
     }
 
     /// The application took `records` records of `topic` (for `records-consumed-rate`; the

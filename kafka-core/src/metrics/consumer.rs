@@ -59,10 +59,7 @@ impl ConsumerMetrics {
     }
 
     fn topic(&mut self, topic: &str) -> &mut TopicStats {
-        if !self.topics.contains_key(topic) {
-            self.topics.insert(topic.to_owned(), TopicStats::default());
-        }
-        self.topics.get_mut(topic).expect("inserted")
+        super::named(&mut self.topics, topic)
     }
 
     /// The application took `records` records of `topic`.

@@ -18,6 +18,7 @@ pub(crate) mod producer;
 pub mod stat;
 pub(crate) mod telemetry;
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 pub use stat::Window;
@@ -213,6 +214,34 @@ impl MetricsConfig {
         };
         Some(r)
     }
+}
+
+impl MetricsSnapshot {
+    /// A snapshot of what `f` adds at `now`, tagged with `client_id`.
+    pub(crate) fn build(
+        now: Instant,
+        window: Window,
+        client_id: &str,
+        f: impl FnOnce(&mut Out<'_>),
+    ) -> Self {
+        let mut metrics = Vec::new();
+        f(&mut Out {
+            metrics: &mut metrics,
+            now,
+            window,
+            client_id,
+        });
+        MetricsSnapshot { metrics }
+    }
+}
+
+/// The entry of `key` in a map by name, made on first use: the name is copied once, not at
+/// every record.
+pub(crate) fn named<'a, T: Default>(map: &'a mut BTreeMap<String, T>, key: &str) -> &'a mut T {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), T::default());
+    }
+    map.get_mut(key).expect("inserted")
 }
 
 /// Adds metrics to a snapshot: the measuring instant, the window and the client's tags.

@@ -69,11 +69,7 @@ impl ProducerMetrics {
     }
 
     fn topic(&mut self, topic: &str) -> &mut TopicStats {
-        // Looked up before inserting: the name is copied once per topic, not per batch.
-        if !self.topics.contains_key(topic) {
-            self.topics.insert(topic.to_owned(), TopicStats::default());
-        }
-        self.topics.get_mut(topic).expect("inserted")
+        super::named(&mut self.topics, topic)
     }
 
     pub(crate) fn batch_sent(&mut self, b: BatchSent<'_>, now: Instant) {

@@ -105,6 +105,14 @@ impl Telemetry {
         })
     }
 
+    /// What is due cannot be sent yet (every connection that could carry it is busy or
+    /// re-authenticating): look again at `until`, so that a past deadline never spins.
+    pub(crate) fn postpone(&mut self, until: Instant) {
+        if self.next.is_some() {
+            self.next = Some(until);
+        }
+    }
+
     /// The cluster does not offer telemetry: nothing more is asked.
     pub(crate) fn unsupported(&mut self) {
         self.enabled = false;

@@ -10,6 +10,11 @@ use crate::metrics::telemetry::Want;
 use crate::metrics::MetricsSnapshot;
 use crate::time::Instant;
 
+/// How long telemetry waits before looking again for a connection that can carry it, when
+/// those that offer it are busy (found by the API simulation, seed 150: a re-authenticating
+/// connection left the deadline in the past, and the driver spun).
+const BLOCKED: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl<T> Network<T> {
     /// A ready connection to send telemetry on, if one can take a request. `Err(())` if
     /// connections are ready but none offers the API: the cluster has no telemetry receiver.
@@ -42,7 +47,7 @@ impl<T> Network<T> {
         };
         match self.telemetry_conn(now) {
             Err(()) => self.telemetry.unsupported(),
-            Ok(None) => {}
+            Ok(None) => self.telemetry.postpone(now + BLOCKED),
             Ok(Some(conn)) => {
                 let timeout = self.cfg.request_timeout;
                 if self
@@ -61,14 +66,23 @@ impl<T> Network<T> {
         self.telemetry.deadline().filter(|_| ready)
     }
 
-    /// Whether a telemetry push is due: the client then passes its metrics to
-    /// [`Network::push_telemetry`].
-    pub fn telemetry_wants_push(&self, now: Instant) -> bool {
-        matches!(self.telemetry.due(now), Some(Want::Push))
-            && self
-                .conns
-                .values()
-                .any(|c| c.can_send(self.cfg.max_in_flight, now))
+    /// Whether a telemetry push is due and can be sent: the client then passes its metrics
+    /// to [`Network::push_telemetry`]. A push no connection can carry now is put off.
+    pub fn telemetry_wants_push(&mut self, now: Instant) -> bool {
+        if !matches!(self.telemetry.due(now), Some(Want::Push)) {
+            return false;
+        }
+        match self.telemetry_conn(now) {
+            Ok(Some(_)) => true,
+            Ok(None) => {
+                self.telemetry.postpone(now + BLOCKED);
+                false
+            }
+            Err(()) => {
+                self.telemetry.unsupported();
+                false
+            }
+        }
     }
 
     /// Pushes the subscribed part of `snapshot` (KIP-714).

@@ -34,7 +34,7 @@ use crate::backoff::Backoff;
 use crate::config::{Acks, MetadataRecoveryStrategy, ProducerConfig};
 use crate::metadata::Metadata;
 use crate::metrics::producer::{BatchSent, FirstSend, ProducerMetrics};
-use crate::metrics::{MetricsSnapshot, Out};
+use crate::metrics::MetricsSnapshot;
 use crate::net::{lane, ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, RequestError};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
 use crate::rng::Rng;
@@ -217,21 +217,13 @@ impl Producer {
     /// Every metric at `now`, with the Java producer's names: `producer-metrics`,
     /// `producer-topic-metrics` and `producer-node-metrics`.
     pub fn metrics(&self, now: Instant) -> MetricsSnapshot {
-        let mut metrics = Vec::new();
-        let mut out = Out {
-            metrics: &mut metrics,
-            now,
-            window: self.cfg.metrics.window,
-            client_id: &self.cfg.client_id,
-        };
-        self.metrics.snapshot(
-            &mut out,
-            self.acc.pool.total.saturating_sub(self.acc.pool.used),
-            self.acc.pool.total,
-        );
-        self.net
-            .metrics(&mut out, "producer-metrics", "producer-node-metrics");
-        MetricsSnapshot { metrics }
+        let pool = &self.acc.pool;
+        MetricsSnapshot::build(now, self.cfg.metrics.window, &self.cfg.client_id, |out| {
+            let available = pool.total.saturating_sub(pool.used);
+            self.metrics.snapshot(out, available, pool.total);
+            self.net
+                .metrics(out, "producer-metrics", "producer-node-metrics");
+        })
     }
 
     /// A send waited `waited` for buffer memory (the driver waits; Java's

@@ -80,11 +80,13 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
     }
 }
 
-/// The API versions of a Kafka 2.x broker, roughly.
+/// The API versions of a Kafka 2.x broker, roughly (no KIP-714 telemetry, as every simulated
+/// broker).
 pub fn older_versions() -> Vec<(i16, i16, i16)> {
     use kafka_core::proto::api::ApiKey;
     ApiKey::ALL
         .iter()
+        .filter(|k| !matches!(k, ApiKey::GetTelemetrySubscriptions | ApiKey::PushTelemetry))
         .map(|k| {
             let cap = match k {
                 ApiKey::Produce => 7,
