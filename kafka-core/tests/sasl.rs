@@ -546,7 +546,11 @@ fn no_secret_reaches_a_span_an_event_or_a_metric() {
     // The scripted broker's user is alice/secret.
     let good = "secret";
     let bad = "pw-BBB222-secret";
-    tracing::subscriber::with_default(subscriber, || {
+    // The process-wide subscriber, not a scoped one: a callsite first reached by another test
+    // thread without one would stay disabled for this one (tracing caches its interest). The
+    // other tests' events land in the capture too, and must not leak their secrets either.
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber here");
+    {
         for password in [good, bad] {
             let mut settings = PLAIN;
             settings[3] = ("sasl.password", password);
@@ -565,7 +569,7 @@ fn no_secret_reaches_a_span_an_event_or_a_metric() {
             let json = producer.metrics(h.now).to_json();
             assert!(!json.contains(password), "{json}");
         }
-    });
+    }
     let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     // The events are there, with their fields...
     for expected in [
@@ -582,4 +586,7 @@ fn no_secret_reaches_a_span_an_event_or_a_metric() {
     // ...and no password, nor the SASL/PLAIN token that carries it.
     assert!(!out.contains(good) && !out.contains(bad), "{out}");
     assert!(!out.contains("alice\u{0}"), "{out}");
+    for other in ["not-the-password", "jaas-BBB222"] {
+        assert!(!out.contains(other), "another test's secret: {out}");
+    }
 }
