@@ -39,7 +39,8 @@ pub(crate) struct ConsumerMetrics {
     /// The lag of every partition at each fetch (for `records-lag-max`).
     lag: Stat,
     topics: BTreeMap<String, TopicStats>,
-    partitions: BTreeMap<(String, i32), PartitionLag>,
+    /// By topic, then partition: looked up by the topic's name without copying it.
+    partitions: BTreeMap<String, BTreeMap<i32, PartitionLag>>,
     commit_latency: Stat,
     commit_sent: Option<Instant>,
     rebalance_latency: Stat,
@@ -98,8 +99,10 @@ impl ConsumerMetrics {
         let w = self.window;
         let lag = lag.max(0) as f64;
         self.lag.record(lag, now, w);
-        let key = (topic.to_owned(), partition);
-        let p = self.partitions.entry(key).or_default();
+        // Every partition of every fetch response: the topic name is copied only when new.
+        let p = super::named(&mut self.partitions, topic)
+            .entry(partition)
+            .or_default();
         p.lag.record(lag, now, w);
         p.last = lag;
     }
@@ -213,7 +216,11 @@ impl ConsumerMetrics {
                 &t.bytes,
             );
         }
-        for ((topic, partition), p) in &self.partitions {
+        let partitions = self
+            .partitions
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |(p, lag)| (t, p, lag)));
+        for (topic, partition, p) in partitions {
             if !fetched(topic, *partition) {
                 continue;
             }

@@ -62,8 +62,10 @@ impl<T> Network<T> {
 
     /// The telemetry's next deadline, while a connection could carry it.
     pub(super) fn telemetry_deadline(&self) -> Option<Instant> {
-        let ready = self.conns.values().any(|c| c.state == State::Ready);
-        self.telemetry.deadline().filter(|_| ready)
+        // Asked on every `poll_timeout`: the connections are looked at only when due.
+        self.telemetry
+            .deadline()
+            .filter(|_| self.conns.values().any(|c| c.state == State::Ready))
     }
 
     /// Whether a telemetry push is due and can be sent: the client then passes its metrics
