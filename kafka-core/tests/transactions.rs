@@ -63,6 +63,10 @@ struct Cluster {
     /// Every request's API name, in order.
     log: Vec<&'static str>,
     aborts: usize,
+    /// The next this many Produce partitions are answered CONCURRENT_TRANSACTIONS, as a
+    /// transaction version 2 broker does while the previous transaction's markers are being
+    /// written.
+    concurrent: usize,
 }
 
 fn node_addr(node: i32) -> HostPort {
@@ -232,6 +236,10 @@ impl Cluster {
                         };
                         match self.fenced(&id, batch.producer_id, batch.producer_epoch) {
                             Some(e) => resp.error_code = err(e),
+                            None if self.concurrent > 0 => {
+                                self.concurrent -= 1;
+                                resp.error_code = err(ErrorCode::ConcurrentTransactions);
+                            }
                             None => {
                                 let state = self.txns.get_mut(&id).expect("known");
                                 assert!(
@@ -539,6 +547,36 @@ fn a_transaction_commits_its_records_and_offsets_together() {
     let last_produce = log.iter().rposition(|n| *n == "Produce").unwrap();
     let end = log.iter().position(|n| *n == "EndTxn").unwrap();
     assert!(first_add < first_produce && last_produce < end, "{log:?}");
+}
+
+/// Under transaction version 2 a busy coordinator's Produce answers CONCURRENT_TRANSACTIONS
+/// while the previous transaction's markers are still being written: Java 4.x retries it, and
+/// so does this producer, so the transaction commits (found with two transactional writers on a
+/// 3-node Kafka, where 11 of 12 runs failed their transaction).
+#[test]
+fn concurrent_transactions_on_produce_is_retried_and_the_transaction_commits() {
+    let c = cluster();
+    c.lock().unwrap().concurrent = 3;
+    let mut h = Harness::new(&c, &[("linger.ms", "0")]);
+    h.init();
+    h.p.begin_transaction().unwrap();
+    let tokens: Vec<RecordToken> = (0..4).map(|i| h.send(&format!("r{i}")).unwrap()).collect();
+    h.ms(2000);
+    let commit = h.p.commit_transaction(h.now);
+    h.ms(2000);
+    assert_eq!(h.result(commit), Some(Ok(())), "{:?}", h.events);
+    for t in &tokens {
+        assert!(
+            matches!(h.outcome(*t), Some(Outcome::Delivered { .. })),
+            "{:?}",
+            h.outcome(*t)
+        );
+    }
+    let cl = c.lock().unwrap();
+    assert_eq!(cl.concurrent, 0, "every refusal was answered");
+    let mut seen: Vec<String> = cl.committed.values().flatten().cloned().collect();
+    seen.sort();
+    assert_eq!(seen, ["r0", "r1", "r2", "r3"], "each record once");
 }
 
 #[test]

@@ -119,7 +119,7 @@ error_codes! {
     InvalidTxnState = 48, false, "INVALID_TXN_STATE", "The producer attempted a transactional operation in an invalid state.";
     InvalidProducerIdMapping = 49, false, "INVALID_PRODUCER_ID_MAPPING", "The producer attempted to use a producer id which is not currently assigned to its transactional id.";
     InvalidTransactionTimeout = 50, false, "INVALID_TRANSACTION_TIMEOUT", "The transaction timeout is larger than the maximum value allowed by the broker (as configured by transaction.max.timeout.ms).";
-    ConcurrentTransactions = 51, false, "CONCURRENT_TRANSACTIONS", "The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing.";
+    ConcurrentTransactions = 51, true, "CONCURRENT_TRANSACTIONS", "The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing.";
     TransactionCoordinatorFenced = 52, false, "TRANSACTION_COORDINATOR_FENCED", "Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the current coordinator for a given producer.";
     TransactionalIdAuthorizationFailed = 53, false, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "Transactional Id authorization failed.";
     SecurityDisabled = 54, false, "SECURITY_DISABLED", "Security features are disabled.";
@@ -202,6 +202,9 @@ error_codes! {
     StreamsInvalidTopologyEpoch = 131, false, "STREAMS_INVALID_TOPOLOGY_EPOCH", "The supplied topology epoch is invalid.";
     StreamsTopologyFenced = 132, false, "STREAMS_TOPOLOGY_FENCED", "The supplied topology epoch is outdated.";
     ShareSessionLimitReached = 133, true, "SHARE_SESSION_LIMIT_REACHED", "The limit of share sessions has been reached.";
+    GroupDeletionFailed = 134, false, "GROUP_DELETION_FAILED", "DeleteGroups could not complete; see the error message on the per-group result for details.";
+    StreamsTopologyDescriptionUpdateFailed = 135, false, "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED", "The broker could not process the topology description update; see the error message for details.";
+    ControllerIdNotRegistered = 136, false, "CONTROLLER_ID_NOT_REGISTERED", "The given controller ID was not registered.";
 }
 
 #[cfg(test)]
