@@ -68,6 +68,8 @@ struct Cluster {
     produce_conns: BTreeMap<i32, std::collections::BTreeSet<ConnId>>,
     /// Metadata also lists topic "denied", with TOPIC_AUTHORIZATION_FAILED.
     denied: bool,
+    /// Brokers Metadata leaves out (down when asked), even where they lead a partition.
+    unlisted: std::collections::BTreeSet<i32>,
 }
 
 fn node_addr(node: i32) -> HostPort {
@@ -78,6 +80,7 @@ impl Cluster {
     fn metadata(&self) -> MetadataResponse {
         MetadataResponse {
             brokers: (1..=3)
+                .filter(|n| !self.unlisted.contains(n))
                 .map(|n| MetadataResponseBroker {
                     node_id: n,
                     host: node_addr(n).host,
@@ -714,6 +717,40 @@ fn not_leader_refreshes_metadata_and_retries() {
         c.produce_requests.last().unwrap().0,
         2,
         "retried at the new leader"
+    );
+}
+
+/// A metadata answer that names a leader it does not list (the broker was down when asked) is
+/// asked again until one is reachable, rather than at `metadata.max.age.ms` (found on
+/// librdkafka's mock cluster: the partition's records failed at their delivery timeout, long
+/// after the cluster healed).
+#[test]
+fn a_leader_the_metadata_does_not_list_is_asked_about_again() {
+    let mut h = Harness::new(&[("linger.ms", "0")], 1);
+    warm(&mut h);
+    {
+        let mut c = h.cluster.lock().unwrap();
+        c.leaders.insert(0, 3);
+        c.unlisted.insert(3);
+    }
+    let t = h.send("after the move");
+    h.ms(2000);
+    assert_eq!(h.outcome(t), None, "its leader is not reachable yet");
+    let asked = h.cluster.lock().unwrap().metadata_requests;
+    h.cluster.lock().unwrap().unlisted.clear();
+    h.ms(2000);
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { .. })),
+        "{:?}",
+        h.outcome(t)
+    );
+    assert_eq!(h.log(0), ["warm-up", "after the move"]);
+    let c = h.cluster.lock().unwrap();
+    assert!(c.metadata_requests > asked, "metadata was asked again");
+    assert!(
+        c.metadata_requests < asked + 40,
+        "with backoff, not in a loop: {} requests",
+        c.metadata_requests - asked
     );
 }
 

@@ -586,7 +586,12 @@ impl Fetcher {
                 continue;
             }
             match self.metadata.leader(&tp.0, tp.1) {
-                Some(node) => out.entry(node).or_default().push(tp.clone()),
+                Some(node) => {
+                    // A leader the last metadata did not list (it was down when asked) cannot
+                    // be reached until a refresh names it or another leader.
+                    unknown |= !self.net.knows(node);
+                    out.entry(node).or_default().push(tp.clone());
+                }
                 None => unknown = true,
             }
         }

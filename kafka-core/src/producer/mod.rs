@@ -622,6 +622,13 @@ impl Producer {
         for ((node, lane), partitions) in by_conn {
             let purpose = Purpose::lane(lane);
             let Some(conn) = self.net.ready(node, purpose, now) else {
+                if !self.net.knows(node) {
+                    // The leader is a broker the last metadata did not list (it was down when
+                    // asked): only another refresh can name one to connect to (found on
+                    // librdkafka's mock cluster, where such a partition waited until its
+                    // records' delivery timeout).
+                    self.metadata.request_update();
+                }
                 self.stalled_since.entry((node, lane)).or_insert(now);
                 // Their batches wait: once full, they may grow rather than queue more.
                 self.acc.waiting(&partitions);
