@@ -402,7 +402,11 @@ impl Fetcher {
 
     fn group_requests(&mut self, now: Instant) {
         let Some(g) = &mut self.group else { return };
-        if g.offsets.take_coordinator_moved() {
+        let lost = g
+            .membership
+            .coordinator()
+            .is_some_and(|(node, _)| self.net.take_coordinator_failure(*node));
+        if g.offsets.take_coordinator_moved() || lost {
             g.membership.forget_coordinator();
         }
         // Commits carry the generation they are made in: a live one, or -1 outside group

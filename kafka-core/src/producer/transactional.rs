@@ -173,6 +173,13 @@ impl Producer {
             let conn = match target {
                 TxnTarget::AnyNode => self.net.least_loaded(now),
                 TxnTarget::Coordinator(node) | TxnTarget::GroupCoordinator(node) => {
+                    if self.net.take_coordinator_failure(node) {
+                        // Its connection failed or closed: look it up again, as Java marks
+                        // the coordinator unknown on a disconnect.
+                        let txn = self.txn.as_mut().expect("checked above");
+                        txn.forget(target, now);
+                        continue;
+                    }
                     self.net.ready(node, Purpose::Coordinator, now)
                 }
             };
