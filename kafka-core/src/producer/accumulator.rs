@@ -54,6 +54,10 @@ pub(crate) struct Batch {
     /// Whether an attempt's fate is unknown (sent, then no answer): a final failure is then
     /// "possibly sent". A definitive broker answer does not clear it: certainty only weakens.
     pub sent: bool,
+    /// Idempotence: an attempt may have been written and no answer since said whether. Such
+    /// a batch is only ever resent with its own producer id, epoch and sequence, which the
+    /// broker deduplicates: renumbered under a new epoch it could be written twice.
+    pub unresolved: bool,
     /// Why its last attempt failed, and when, for a timeout to name (boxed: rare, and
     /// batches are many).
     pub last_error: Option<Box<(String, Instant)>>,
@@ -433,6 +437,7 @@ impl Accumulator {
             base_sequence: -1,
             epoch: -1,
             sent: false,
+            unresolved: false,
             last_error: None,
         });
         Ok(Appended {
@@ -692,6 +697,7 @@ impl Accumulator {
                 },
                 epoch: b.epoch,
                 sent: b.sent,
+                unresolved: b.unresolved,
                 last_error: b.last_error.clone(),
             });
         }
@@ -706,6 +712,33 @@ impl Accumulator {
         for b in self.queues.get_mut(&tp.0, tp.1).into_iter().flatten() {
             b.base_sequence = -1;
         }
+    }
+
+    /// Takes a partition's queued batches that hold a sequence and may have been written
+    /// ([`Batch::unresolved`]): they cannot be renumbered.
+    pub fn take_unresolved(&mut self, tp: &TopicPartition) -> Vec<Batch> {
+        let Some(q) = self.queues.get_mut(&tp.0, tp.1) else {
+            return Vec::new();
+        };
+        let (out, keep): (VecDeque<Batch>, VecDeque<Batch>) = std::mem::take(q)
+            .into_iter()
+            .partition(|b| b.unresolved && b.base_sequence >= 0);
+        *q = keep;
+        if q.is_empty() {
+            self.queues.remove(&tp.0, tp.1);
+        }
+        out.into()
+    }
+
+    /// Whether a queued batch of the partition holds a sequence of `epoch` before `seq`.
+    pub fn has_earlier(&self, tp: &TopicPartition, epoch: i16, seq: i32) -> bool {
+        self.queues.get(&tp.0, tp.1).is_some_and(|q| {
+            q.iter().any(|b| {
+                b.base_sequence >= 0
+                    && b.epoch == epoch
+                    && super::idempotence::seq_before(b.base_sequence, seq)
+            })
+        })
     }
 
     /// Whether the partition's first batch is a retry.

@@ -112,8 +112,12 @@ impl Producer {
                     );
                 }
                 // The broker lost this producer's state (retention removed it): start the
-                // partition over under a new epoch (KIP-360) and resend.
+                // partition over under a new epoch (KIP-360) and resend. Nothing recent of
+                // this producer is in the partition's log (a write would have kept the
+                // state), so an attempt whose answer was lost was not written.
                 Some(ErrorCode::UnknownProducerId) => {
+                    let mut b = b;
+                    b.unresolved = false;
                     self.request_bump(&b.tp);
                     self.retry_or_fail(
                         b,
@@ -122,21 +126,8 @@ impl Producer {
                         false,
                     );
                 }
-                // Out of order for exactly the sequence the broker should expect next: its state
-                // is gone too. For any later batch, an earlier one failed: just retry in order.
-                Some(ErrorCode::OutOfOrderSequenceNumber)
-                    if self
-                        .sequences
-                        .get(&b.tp)
-                        .is_some_and(|s| s.acked_next == b.base_sequence) =>
-                {
-                    self.request_bump(&b.tp);
-                    self.retry_or_fail(
-                        b,
-                        DeliveryError::Broker(ErrorCode::OutOfOrderSequenceNumber),
-                        now,
-                        false,
-                    );
+                Some(ErrorCode::OutOfOrderSequenceNumber) if self.cfg.enable_idempotence => {
+                    self.on_out_of_order(b, now);
                 }
                 Some(e) => {
                     if p.current_leader.leader_id >= 0 {
@@ -152,10 +143,7 @@ impl Producer {
                     } else if is_leadership_error(e) {
                         self.metadata.request_update();
                     }
-                    let retriable = e.is_retriable()
-                        || (self.cfg.enable_idempotence
-                            && e == ErrorCode::OutOfOrderSequenceNumber);
-                    if retriable {
+                    if e.is_retriable() {
                         self.retry_or_fail(b, DeliveryError::Broker(e), now, false);
                     } else {
                         self.fail_batch(b, DeliveryError::Broker(e), false);
@@ -176,6 +164,9 @@ impl Producer {
     ) {
         if unknown {
             b.sent = true;
+            // With a sequence, only the broker's deduplication of this very sequence may
+            // settle it now (see `Batch::unresolved`).
+            b.unresolved |= b.base_sequence >= 0;
         }
         b.last_error = Some(Box::new((error.to_string(), now)));
         let retries_left = (b.attempts as i64) < i64::from(self.cfg.retries);
@@ -198,6 +189,17 @@ impl Producer {
     }
 
     pub(super) fn fail_batch(&mut self, b: Batch, error: DeliveryError, unknown: bool) {
+        if self.txn.is_none() && b.base_sequence >= 0 {
+            // Its sequence is a hole the broker will never fill: the partition's later
+            // batches would be out of order for good, so it starts over under a new epoch
+            // (KIP-360) once nothing is in flight. (A transaction's failure aborts it, which
+            // bumps the epoch there.)
+            if let Some(p) = self.sequences.get_mut(&b.tp) {
+                if p.epoch == b.epoch {
+                    p.bump = true;
+                }
+            }
+        }
         let code = match error {
             DeliveryError::Broker(e) => Some(e),
             _ => None,
@@ -265,6 +267,7 @@ impl Producer {
         if let Some(p) = self.sequences.get_mut(&b.tp) {
             if b.base_sequence >= 0 && b.epoch == p.epoch {
                 p.acked_next = super::seq_add(b.base_sequence, b.records.len());
+                p.confirmed = true;
             }
         }
     }

@@ -1,8 +1,8 @@
 //! Idempotence bookkeeping: per-partition sequences and epochs, and the KIP-360 epoch bump
 //! that lets a partition start over when the broker lost (or may have lost) its state.
 
-use super::accumulator::TopicPartition;
-use super::Producer;
+use super::accumulator::{Batch, TopicPartition};
+use super::{DeliveryError, Producer};
 
 /// Idempotence bookkeeping for one partition. Epochs are per partition on the broker, so a
 /// bump (KIP-360) moves only the partition that lost its sequence state.
@@ -16,11 +16,24 @@ pub(super) struct PartitionSequence {
     pub(super) acked_next: i32,
     /// An epoch bump is due once nothing is in flight for the partition.
     pub(super) bump: bool,
+    /// The broker acknowledged a batch of this partition under this epoch. Until then only
+    /// one batch is in flight: a broker with no state for the producer takes any sequence,
+    /// so a later batch could be written while an earlier one was refused (NOT_LEADER just
+    /// after the topic was created), leaving the earlier out of sequence for good.
+    pub(super) confirmed: bool,
 }
 
 /// Sequences wrap at i32::MAX, as on the broker.
 pub(super) fn seq_add(s: i32, n: usize) -> i32 {
     ((i64::from(s) + n as i64) % (i64::from(i32::MAX) + 1)) as i32
+}
+
+/// Whether sequence `a` comes before `b`, across the wrap (at most five batches are in
+/// flight, so the two are never half the sequence space apart).
+pub(super) fn seq_before(a: i32, b: i32) -> bool {
+    let span = i64::from(i32::MAX) + 1;
+    let ahead = (i64::from(b) - i64::from(a)).rem_euclid(span);
+    ahead != 0 && ahead < span / 2
 }
 
 impl Producer {
@@ -66,10 +79,23 @@ impl Producer {
                     next: 0,
                     acked_next: 0,
                     bump: false,
+                    confirmed: false,
                 },
             );
-            self.acc.reset_sequences(&tp);
+            self.resequence(&tp);
         }
+    }
+
+    /// Renumbers a partition's queued batches from its new sequence start, except those that
+    /// may have been written already: under a new epoch the broker could not tell them from
+    /// new records, so they fail as possibly sent instead of being written twice (found on
+    /// Apache Kafka: a starved machine with short timeouts wrote hundreds of records twice).
+    fn resequence(&mut self, tp: &TopicPartition) {
+        for b in self.acc.take_unresolved(tp) {
+            let last = b.last_error.as_deref().map(|(e, _)| e.clone());
+            self.fail_batch(b, DeliveryError::SequenceUnresolved { last }, true);
+        }
+        self.acc.reset_sequences(tp);
     }
 
     /// Gets a new producer id, and starts every partition over.
@@ -84,7 +110,7 @@ impl Producer {
         let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
         self.sequences.clear();
         for tp in all {
-            self.acc.reset_sequences(&tp);
+            self.resequence(&tp);
         }
     }
 
@@ -96,6 +122,35 @@ impl Producer {
         }
         if let Some(p) = self.sequences.get_mut(tp) {
             p.bump = true;
+        }
+    }
+}
+
+impl Producer {
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER for an idempotent (not transactional) batch. While an
+    /// earlier batch of its partition is still on its way, that one left the gap: retry in
+    /// order. Otherwise the broker will never take this sequence (an earlier batch failed or
+    /// expired, the broker lost its state, or it took a later batch first): the partition
+    /// starts over under a new epoch, and the batch goes again renumbered, unless it may have
+    /// been written already, when it fails as possibly sent.
+    pub(super) fn on_out_of_order(&mut self, b: Batch, now: crate::time::Instant) {
+        let error = DeliveryError::Broker(kafka_proto::ErrorCode::OutOfOrderSequenceNumber);
+        let earlier_in_flight = self.in_flight.values().any(|o| {
+            o.tp == b.tp
+                && o.epoch == b.epoch
+                && o.base_sequence >= 0
+                && seq_before(o.base_sequence, b.base_sequence)
+        });
+        if earlier_in_flight || self.acc.has_earlier(&b.tp, b.epoch, b.base_sequence) {
+            self.retry_or_fail(b, error, now, false);
+            return;
+        }
+        self.request_bump(&b.tp);
+        if b.unresolved {
+            let last = Some(error.to_string());
+            self.fail_batch(b, DeliveryError::SequenceUnresolved { last }, true);
+        } else {
+            self.retry_or_fail(b, error, now, false);
         }
     }
 }

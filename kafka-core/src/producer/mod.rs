@@ -584,13 +584,17 @@ impl Producer {
         let (ready, linger) = acc.ready(now, force, |tp| {
             // With idempotence, a retry waits until the partition has nothing else in flight,
             // so its sequences reach the broker in order.
-            let retry_behind_in_flight =
-                idempotent && acc.front_is_retry(tp) && in_flight.get(tp).is_some_and(|n| *n > 0);
+            let busy = in_flight.get(tp).is_some_and(|n| *n > 0);
+            let retry_behind_in_flight = idempotent && acc.front_is_retry(tp) && busy;
+            // Until the broker has taken one batch under this epoch, one at a time (see
+            // `PartitionSequence::confirmed`).
+            let unconfirmed = idempotent && busy && sequences.get(tp).is_some_and(|p| !p.confirmed);
             let bump_pending = sequences.get(tp).is_some_and(|p| p.bump);
             // A partition's batches wait until it is in the transaction.
             let not_added = txn.as_ref().is_some_and(|t| !t.is_added(tp));
             metadata.leader(&tp.0, tp.1).is_none()
                 || retry_behind_in_flight
+                || unconfirmed
                 || bump_pending
                 || not_added
         });
@@ -661,6 +665,7 @@ impl Producer {
                         next: 0,
                         acked_next: 0,
                         bump: false,
+                        confirmed: false,
                     });
                 batch_epoch = part.epoch;
                 base_sequence = if b.base_sequence >= 0 {
@@ -799,6 +804,7 @@ impl Producer {
                         let part = self.sequences.get_mut(&tp).expect("listed");
                         part.next = 0;
                         part.acked_next = 0;
+                        part.confirmed = false;
                         self.acc.reset_sequences(&tp);
                     }
                 }

@@ -129,6 +129,17 @@ pub enum DeliveryError {
     /// The record's transaction was aborted before the record was sent.
     #[error("the record's transaction was aborted before it was sent")]
     TransactionAborted,
+    /// With idempotence: an earlier attempt may have been written, and the broker can no
+    /// longer say whether (its sequence was lost, or an earlier batch left a gap). Sending it
+    /// again under a new sequence could write it twice, so it is not sent again.
+    #[error(
+        "an earlier attempt may have been written and the broker can no longer tell (its sequence was lost); not sent again, so as never to write it twice{}",
+        last_cause(last)
+    )]
+    SequenceUnresolved {
+        /// The last cause seen, if any.
+        last: Option<String>,
+    },
 }
 
 /// What happened to a record. Every token gets exactly one outcome.
