@@ -283,6 +283,8 @@ struct Harness {
     down: std::collections::BTreeSet<String>,
     transmits: Vec<Transmit>,
     events: Vec<ProducerEvent>,
+    /// When each of `events` came out.
+    event_times: Vec<Instant>,
 }
 
 impl Harness {
@@ -304,13 +306,17 @@ impl Harness {
             down: Default::default(),
             transmits: Vec::new(),
             events: Vec::new(),
+            event_times: Vec::new(),
         }
     }
 
     fn pump(&mut self) {
         while let Some(o) = self.p.poll_output() {
             match o {
-                Output::Event(e) => self.events.push(e),
+                Output::Event(e) => {
+                    self.events.push(e);
+                    self.event_times.push(self.now);
+                }
                 Output::Transmit(t) => {
                     self.transmits.push(t.clone());
                     match t {
@@ -402,6 +408,26 @@ impl Harness {
         let first = found.next();
         assert!(found.next().is_none(), "a token resolved twice");
         first
+    }
+
+    /// The send times of the records in `sent` that failed before `send + timeout`.
+    fn failures_before_deadline(
+        &self,
+        sent: &[(RecordToken, Instant)],
+        timeout: Duration,
+    ) -> Vec<Instant> {
+        let at: BTreeMap<RecordToken, Instant> = sent.iter().copied().collect();
+        self.events
+            .iter()
+            .zip(&self.event_times)
+            .filter_map(|(e, when)| match e {
+                ProducerEvent::Outcome(t, Outcome::Failed { .. }) => {
+                    let sent = *at.get(t)?;
+                    (*when < sent + timeout).then_some(sent)
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// The base sequence of every batch written, in the order written.
@@ -1693,4 +1719,59 @@ fn a_batch_that_may_have_been_written_is_never_renumbered() {
     );
     assert!(matches!(h.outcome(c), Some(Outcome::Delivered { .. })));
     assert_eq!(h.log(0), ["warm-up", "A", "B", "C"], "nothing twice");
+}
+
+/// A record gets its own `delivery.timeout.ms` from its `send`: through a 20 s network drop
+/// with a 15 s delivery timeout, no record fails before its own deadline, and those sent in the
+/// last seconds before the network returns are delivered (a batch's deadline was its first
+/// record's, and a batch kept growing while it waited, so records sent 0.7 s before the end
+/// failed within a second, in batches of up to 28,992 records).
+#[test]
+fn a_record_never_expires_before_its_own_delivery_timeout() {
+    let mut h = Harness::new(
+        &[
+            ("linger.ms", "5"),
+            ("delivery.timeout.ms", "15000"),
+            ("request.timeout.ms", "5000"),
+        ],
+        1,
+    );
+    warm(&mut h);
+    h.reachable = false;
+    let conns: Vec<ConnId> = h.brokers.keys().copied().collect();
+    for c in conns {
+        h.brokers.remove(&c);
+        h.p.handle_closed(c, h.now);
+    }
+    let down = h.now;
+    let mut sent = Vec::new();
+    while h.now < down + Duration::from_secs(20) {
+        let at = h.now;
+        sent.push((h.send(&format!("at {}", at.as_nanos())), at));
+        h.ms(50);
+    }
+    h.reachable = true;
+    h.ms(10_000);
+    let mut delivered = 0;
+    for (token, at) in &sent {
+        match h.outcome(*token) {
+            Some(Outcome::Delivered { .. }) => delivered += 1,
+            Some(Outcome::Failed { error, .. }) => assert!(
+                matches!(error, DeliveryError::DeliveryTimeout { .. }),
+                "{error}"
+            ),
+            None => panic!("sent at {at:?}, never resolved"),
+            Some(other) => panic!("{other:?}"),
+        }
+    }
+    // The last 5 s of sends (under their 15 s timeout when the network came back) arrive.
+    assert!(delivered >= 90, "only {delivered} delivered");
+    // Failures are stamped by when they came: none before its own send + 15 s - linger.
+    let failed_early = h.failures_before_deadline(&sent, Duration::from_millis(15_000 - 5));
+    assert!(
+        failed_early.is_empty(),
+        "{} records failed before their own deadline, the first sent at {:?}",
+        failed_early.len(),
+        failed_early.first()
+    );
 }

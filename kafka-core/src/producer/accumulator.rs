@@ -33,6 +33,7 @@ pub(crate) struct Batch {
     pub sealed: Option<Bytes>,
     pub records: Vec<RecordMeta>,
     pub created: Instant,
+    /// The latest of its records' delivery deadlines (`send` + `delivery.timeout.ms`).
     pub deadline: Instant,
     pub attempts: u32,
     pub retry_at: Option<Instant>,
@@ -287,6 +288,10 @@ pub(crate) struct Accumulator {
     records_hint: usize,
 }
 
+/// How long a batch takes records after it opened, unless linger.ms is longer (see
+/// [`Accumulator::append`]).
+pub(crate) const OPEN_SPAN: Duration = Duration::from_millis(100);
+
 /// The size a record adds to a batch, an upper bound computed without a builder.
 pub(crate) fn record_size(r: &ProducerRecord) -> usize {
     let bytes = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len()) + 5;
@@ -338,6 +343,15 @@ impl Accumulator {
         // A batch behind another cannot be sent before it: full, it may grow.
         let behind = queue.len() > 1;
         if let Some(last) = queue.back_mut() {
+            // A batch's records share its delivery deadline, the latest of theirs: one open
+            // for long (waiting on a down leader, growing) would hold its first record far past
+            // its own. So a batch takes records for at most `OPEN_SPAN` (or linger.ms, if
+            // longer): no record waits more than that past its own `delivery.timeout.ms`, and
+            // none expires before it (records appended 15 s after their batch opened failed
+            // within a second, through a network drop).
+            if now.saturating_duration_since(last.created) > self.linger.max(OPEN_SPAN) {
+                last.closed = true;
+            }
             if let (false, Some(b)) = (last.closed, last.builder.as_mut()) {
                 let mut filled = false;
                 loop {
@@ -352,6 +366,7 @@ impl Accumulator {
                             token,
                             timestamp: r.timestamp,
                         });
+                        last.deadline = last.deadline.max(deadline);
                         return Ok(Appended {
                             new_batch: false,
                             filled,
