@@ -40,6 +40,9 @@ enum Fault {
     UnknownProducer(i64),
     /// Write the records, but answer this base offset.
     BaseOffset(i64),
+    /// Write the records, but answer this error (REQUEST_TIMED_OUT: acks=all timed out
+    /// waiting for the followers).
+    WrittenButError(i16),
 }
 
 #[derive(Debug, Default)]
@@ -198,6 +201,10 @@ impl Cluster {
                             }
                             if let Some(Fault::BaseOffset(o)) = &fault {
                                 resp.base_offset = *o;
+                            }
+                            if let Some(Fault::WrittenButError(code)) = &fault {
+                                resp.error_code = *code;
+                                resp.base_offset = -1;
                             }
                             self.written
                                 .push((batch.producer_epoch, batch.base_sequence));
@@ -1773,5 +1780,30 @@ fn a_record_never_expires_before_its_own_delivery_timeout() {
         "{} records failed before their own deadline, the first sent at {:?}",
         failed_early.len(),
         failed_early.first()
+    );
+}
+
+/// REQUEST_TIMED_OUT to a Produce does not mean refused: the leader appended the batch and
+/// timed out waiting for its followers. Failing then, the record is "possibly sent", never
+/// "not sent" (the simulation found it with short timeouts: a record failed as never written
+/// while it was in the log).
+#[test]
+fn request_timed_out_from_the_broker_leaves_the_record_possibly_sent() {
+    let mut h = Harness::new(&[("linger.ms", "0"), ("retries", "0")], 1);
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .push_back(Fault::WrittenButError(7));
+    let t = h.send("appended, not replicated in time");
+    h.ms(1000);
+    assert_eq!(h.log(0), ["warm-up", "appended, not replicated in time"]);
+    assert_eq!(
+        h.outcome(t),
+        Some(&Outcome::Failed {
+            error: DeliveryError::Broker(ErrorCode::RequestTimedOut),
+            certainty: Certainty::PossiblySent,
+        })
     );
 }

@@ -143,10 +143,11 @@ impl Producer {
                     } else if is_leadership_error(e) {
                         self.metadata.request_update();
                     }
+                    let written = may_be_written(e);
                     if e.is_retriable() {
-                        self.retry_or_fail(b, DeliveryError::Broker(e), now, false);
+                        self.retry_or_fail(b, DeliveryError::Broker(e), now, written);
                     } else {
-                        self.fail_batch(b, DeliveryError::Broker(e), false);
+                        self.fail_batch(b, DeliveryError::Broker(e), written);
                     }
                 }
             }
@@ -271,6 +272,23 @@ impl Producer {
             }
         }
     }
+}
+
+/// Produce errors that do not say the batch was refused: the leader may have appended it
+/// (REQUEST_TIMED_OUT: acks=all timed out waiting for the followers, and the batch may still
+/// be committed; NOT_ENOUGH_REPLICAS_AFTER_APPEND: appended, to too few replicas) or may not
+/// know. Such an attempt's fate is unknown, as for a lost response (found by the simulation
+/// with short timeouts: a batch answered REQUEST_TIMED_OUT then expired, and failed as never
+/// written while it was in the log).
+fn may_be_written(e: ErrorCode) -> bool {
+    matches!(
+        e,
+        ErrorCode::RequestTimedOut
+            | ErrorCode::NotEnoughReplicasAfterAppend
+            | ErrorCode::UnknownServerError
+            | ErrorCode::NetworkException
+            | ErrorCode::KafkaStorageError
+    )
 }
 
 /// Produce errors that end a transaction at once (Java's: the sequence or the producer id is

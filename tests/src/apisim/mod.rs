@@ -324,6 +324,9 @@ impl Run {
                     self.add_member();
                 }
             }
+            // Not modelled here yet: SimRuntime runs every task whenever it is due. The core
+            // simulation stalls its producers (`World::stall`).
+            Fault::StallProducer(..) => {}
         }
     }
 

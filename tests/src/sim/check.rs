@@ -119,9 +119,16 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     let stop = at(STOP_SENDING);
     let lanes = lanes(seed);
     // Client 0: idempotent, acks=all (the defaults). Client 1: acks=1, no idempotence.
+    // Every third seed, client 0 runs with short timeouts (an operator's tight settings), so
+    // that stalls and slow brokers expire its requests and batches in flight.
+    let short = [
+        ("request.timeout.ms", "1000"),
+        ("delivery.timeout.ms", "3000"),
+    ];
+    let timeouts: &[(&str, &str)] = if seed % 3 == 2 { &short } else { &[] };
     w.add(Client::Producer(Box::new(ProducerApp::new(
         0,
-        lanes,
+        &[lanes, timeouts].concat(),
         seed,
         stop,
         ledger.clone(),
@@ -292,6 +299,10 @@ fn apply(
             }
             // Someone takes its place.
             add_member(w, members, seed, ledger);
+        }
+        Fault::StallProducer(i, ms) => {
+            c.client_stall += 1;
+            w.stall(i, w.now + Duration::from_millis(ms));
         }
         Fault::JoinMember => {
             if members.len() < 12 {

@@ -1,7 +1,7 @@
 //! The fault schedule: from the seed, faults at random intervals during the faulty phase —
 //! broker crashes and partitions (each recovered after a while), leader and coordinator moves,
-//! connection resets, slow links, refused connects, and group members that crash, join and
-//! leave. After the phase everything is recovered, so the run can settle.
+//! connection resets, slow links, refused connects, group members that crash, join and
+//! leave, and producers that get no CPU for a while (a starved machine). After the phase everything is recovered, so the run can settle.
 
 use std::time::Duration;
 
@@ -34,6 +34,8 @@ pub struct FaultCounts {
     pub member_join: u64,
     /// Group members that left.
     pub member_leave: u64,
+    /// Producers stalled (no CPU while time moves on).
+    pub client_stall: u64,
 }
 
 impl FaultCounts {
@@ -50,6 +52,7 @@ impl FaultCounts {
         self.member_crash += o.member_crash;
         self.member_join += o.member_join;
         self.member_leave += o.member_leave;
+        self.client_stall += o.client_stall;
     }
 
     /// The kinds that never fired.
@@ -66,6 +69,7 @@ impl FaultCounts {
             ("member crash", self.member_crash),
             ("member join", self.member_join),
             ("member leave", self.member_leave),
+            ("client stall", self.client_stall),
         ]
         .into_iter()
         .filter(|(_, n)| *n == 0)
@@ -101,6 +105,8 @@ pub enum Fault {
     JoinMember,
     /// A member leaves (and a new one starts).
     LeaveMember,
+    /// A producer gets no CPU for this many milliseconds.
+    StallProducer(usize, u64),
 }
 
 /// The schedule.
@@ -160,7 +166,7 @@ impl Faults {
     fn pick(&mut self, now: Instant) -> Option<Fault> {
         let broker = 1 + self.dice.below(3) as i32;
         let back = now + Duration::from_millis(300 + self.dice.below(2500));
-        match self.dice.below(12) {
+        match self.dice.below(13) {
             // At most one broker out at a time, mostly: acks=all (min.insync.replicas=2) can
             // go on. Sometimes two, so that it cannot for a while.
             0 | 1
@@ -184,6 +190,11 @@ impl Faults {
             9 => Some(Fault::CrashMember),
             10 => Some(Fault::JoinMember),
             11 => Some(Fault::LeaveMember),
+            // Mostly the idempotent producer; long enough for its requests to time out.
+            12 => Some(Fault::StallProducer(
+                [0, 0, 1][self.dice.below(3) as usize],
+                300 + self.dice.below(3000),
+            )),
             _ => None,
         }
     }

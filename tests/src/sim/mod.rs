@@ -94,6 +94,9 @@ pub struct World {
     pub clients: Vec<Option<Client>>,
     /// The next connect is refused (an injected fault).
     pub refuse_next: bool,
+    /// Clients not running (a starved machine: the process gets no CPU while time moves
+    /// on), until when, with what the network delivered to them meanwhile, in order.
+    stalled: std::collections::BTreeMap<usize, (Instant, Vec<Delivery>)>,
     trace_on: bool,
     trace: Vec<String>,
     hash: u64,
@@ -117,6 +120,7 @@ impl World {
             net: SimNet::new(NetConfig::default(), seed),
             clients: Vec::new(),
             refuse_next: false,
+            stalled: Default::default(),
             trace_on: false,
             trace: Vec::new(),
             hash: 0xcbf2_9ce4_8422_2325,
@@ -160,11 +164,17 @@ impl World {
     /// The earliest time anything is due (`extra`: the caller's own schedule).
     pub fn next_due(&self, extra: Option<Instant>) -> Option<Instant> {
         let to_instant = |d: Duration| Instant::from_nanos(d.as_nanos() as u64);
-        let clients = self.clients.iter().flatten().filter_map(|c| match c {
-            Client::Producer(p) => p.poll_timeout(),
-            Client::Consumer(c) => c.poll_timeout(),
-        });
+        let clients = self
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.stalled.contains_key(i))
+            .filter_map(|(_, c)| match c.as_ref()? {
+                Client::Producer(p) => p.poll_timeout(),
+                Client::Consumer(c) => c.poll_timeout(),
+            });
         clients
+            .chain(self.stalled.values().map(|(until, _)| *until))
             .chain(self.cluster.next_due().map(to_instant))
             .chain(self.net.next_due().map(to_instant))
             .chain(extra)
@@ -182,7 +192,22 @@ impl World {
         }
         self.cluster.advance(t);
         self.drain_cluster();
+        // Stalls that ended: the client runs again, and gets what arrived meanwhile.
+        let resumed: Vec<usize> = (self.stalled.iter())
+            .filter(|(_, (until, _))| *until <= now)
+            .map(|(i, _)| *i)
+            .collect();
+        for i in resumed {
+            let (_, held) = self.stalled.remove(&i).expect("listed");
+            self.note(|| format!("c{i} runs again ({} deliveries held)", held.len()));
+            for d in held {
+                self.deliver(d)?;
+            }
+        }
         for i in 0..self.clients.len() {
+            if self.stalled.contains_key(&i) {
+                continue;
+            }
             match &mut self.clients[i] {
                 Some(Client::Producer(p)) => p.tick(now)?,
                 Some(Client::Consumer(c)) => c.tick(now),
@@ -202,8 +227,30 @@ impl World {
         }
     }
 
+    /// Client `i` gets no CPU until `until`: it neither runs its timers nor reads what
+    /// arrives, while its brokers go on (its requests time out on its own clock, later, though
+    /// the brokers answered them).
+    pub fn stall(&mut self, i: usize, until: Instant) {
+        if self.clients.get(i).is_some_and(Option::is_some) {
+            let entry = self.stalled.entry(i).or_insert((until, Vec::new()));
+            entry.0 = entry.0.max(until);
+            self.note(|| format!("c{i} stalled until {until:?}"));
+        }
+    }
+
     fn deliver(&mut self, d: Delivery) -> Result<(), Failure> {
         let t = sim_time(self.now);
+        let to = match &d {
+            Delivery::Connected(k, _)
+            | Delivery::Refused(k)
+            | Delivery::ToClient(k, _)
+            | Delivery::ClientSideClosed(k) => Some(split(*k).0),
+            Delivery::ToBroker(..) | Delivery::BrokerSideClosed(_) => None,
+        };
+        if let Some((_, held)) = to.and_then(|i| self.stalled.get_mut(&i)) {
+            held.push(d);
+            return Ok(());
+        }
         match d {
             Delivery::Connected(k, node) => {
                 let (i, conn) = split(k);
@@ -321,6 +368,7 @@ impl World {
     pub fn crash_client(&mut self, i: usize) {
         let t = sim_time(self.now);
         self.clients[i] = None;
+        self.stalled.remove(&i);
         for k in self.net.open() {
             if split(k).0 == i {
                 self.net.reset(k, t);
