@@ -12,6 +12,9 @@ use kafka_sim::proto::api::{RequestBody, ResponseBody};
 use kafka_sim::proto::messages::create_topics_response::{
     CreatableTopicResult, CreateTopicsResponse,
 };
+use kafka_sim::proto::messages::delete_topics_response::{
+    DeletableTopicResult, DeleteTopicsResponse,
+};
 use kafka_sim::proto::messages::metadata_response::{MetadataResponse, MetadataResponseBroker};
 use kafka_sim::proto::ErrorCode;
 use kafka_sim::{Reply, ScriptedBroker, SimTime};
@@ -37,6 +40,23 @@ fn broker(create: fn(usize) -> Reply) -> ScriptedBroker {
         RequestBody::CreateTopics(_) => {
             creates += 1;
             create(creates)
+        }
+        // Deleting: the controller knows no topic but "new".
+        RequestBody::DeleteTopics(req) => {
+            Reply::Respond(ResponseBody::DeleteTopics(DeleteTopicsResponse {
+                responses: (req.topics.iter())
+                    .map(|t| DeletableTopicResult {
+                        name: t.name.clone(),
+                        error_code: if t.name.as_deref() == Some("new") {
+                            0
+                        } else {
+                            ErrorCode::UnknownTopicOrPartition.code()
+                        },
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }))
         }
         other => panic!("{other:?}"),
     })
@@ -195,4 +215,38 @@ fn retriable_answers_are_retried_and_final_ones_reported() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// Deleting a topic that does not exist fails that topic at once with
+/// UNKNOWN_TOPIC_OR_PARTITION, as Java does, instead of retrying until the timeout and then
+/// blaming reachability; the other topics of the call are deleted.
+#[test]
+fn deleting_a_missing_topic_fails_it_at_once() {
+    let mut a = admin();
+    a.delete_topics(vec!["new".into(), "missing".into()], Instant::ZERO);
+    let events = run(
+        &mut a,
+        || broker(|_| created(None)),
+        Instant::from_millis(60_000),
+    );
+    let [(at, e)] = &events[..] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(*at, Instant::ZERO, "answered at once");
+    let AdminResult::Topics(r) = &e.result else {
+        panic!("{e:?}")
+    };
+    let by_name: BTreeMap<&str, &Result<(), AdminError>> =
+        r.iter().map(|(n, res)| (n.as_str(), res)).collect();
+    assert_eq!(by_name["new"], &Ok(()));
+    assert!(
+        matches!(
+            by_name["missing"],
+            Err(AdminError::Broker {
+                code: ErrorCode::UnknownTopicOrPartition,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
 }

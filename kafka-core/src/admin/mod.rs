@@ -809,10 +809,21 @@ impl Admin {
     ) {
         let mut again = None;
         let o = self.ops.get_mut(&id).expect("caller checked");
+        // The controller answers for every topic at once: a topic it does not know is not
+        // there, and retrying cannot change that (Java fails the topic at once; this waited
+        // for the whole timeout, then blamed reachability).
+        let settled = |code: ErrorCode, kind: &Kind| {
+            code == ErrorCode::UnknownTopicOrPartition
+                && matches!(kind, Kind::Delete(..) | Kind::Partitions(..))
+        };
         for (name, code, message) in results {
             match ErrorCode::from_code(code) {
                 None => {
                     o.done.insert(name, Ok(()));
+                }
+                Some(code) if settled(code, &o.kind) => {
+                    o.done
+                        .insert(name, Err(AdminError::Broker { code, message }));
                 }
                 Some(code) if code.is_retriable() || code == ErrorCode::NotController => {
                     if code == ErrorCode::NotController {
