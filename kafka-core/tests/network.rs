@@ -573,3 +573,51 @@ fn telemetry_that_cannot_be_sent_yet_waits_without_spinning() {
         "nothing could be sent while the connection was full"
     );
 }
+
+/// Against a server that accepts connections and never answers, the producer's metadata
+/// timeout names it (it said only "metadata for topic t1 was not available within
+/// max.block.ms").
+#[test]
+fn a_silent_server_is_named_by_the_metadata_timeout() {
+    use kafka_core::producer::{DeliveryError, Outcome, ProducerEvent, ProducerRecord};
+    let cfg = kafka_core::config::ProducerConfig::from_map([
+        ("bootstrap.servers", "silent:9092"),
+        ("max.block.ms", "3000"),
+        ("request.timeout.ms", "30000"),
+    ])
+    .unwrap();
+    let mut p = kafka_core::Producer::new(cfg);
+    let mut now = kafka_core::Instant::ZERO;
+    let token = p
+        .send(ProducerRecord::new("t1", "v".to_owned(), 0), now)
+        .unwrap();
+    let mut failed = None;
+    while now < kafka_core::Instant::from_millis(5000) && failed.is_none() {
+        while let Some(o) = p.poll_output() {
+            match o {
+                kafka_core::net::Output::Transmit(kafka_core::net::Transmit::Connect {
+                    conn,
+                    ..
+                }) => p.handle_connected(conn, now),
+                kafka_core::net::Output::Event(ProducerEvent::Outcome(
+                    t,
+                    Outcome::Failed { error, .. },
+                )) if t == token => failed = Some(error),
+                _ => {}
+            }
+        }
+        let Some(next) = p.poll_timeout() else { break };
+        now = next.max(now);
+        p.handle_timeout(now);
+    }
+    let Some(DeliveryError::MetadataTimeout {
+        last: Some(last), ..
+    }) = &failed
+    else {
+        panic!("{failed:?}");
+    };
+    assert!(
+        last.contains("silent:9092") && last.contains("has not answered ApiVersions"),
+        "{last}"
+    );
+}

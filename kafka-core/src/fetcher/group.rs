@@ -406,6 +406,12 @@ impl Fetcher {
             .membership
             .coordinator()
             .is_some_and(|(node, _)| self.net.take_coordinator_failure(*node));
+        if lost {
+            tracing::warn!(
+                problem = self.net.last_problem(),
+                "lost the connection to the group coordinator; looking it up again"
+            );
+        }
         if g.offsets.take_coordinator_moved() || lost {
             g.membership.forget_coordinator();
         }

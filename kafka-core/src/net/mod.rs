@@ -95,6 +95,9 @@ fn peer_node(peer: &Peer) -> Option<NodeId> {
 /// The client software name and version sent in ApiVersions v3+ (KIP-511).
 const SOFTWARE_NAME: &str = "kafka-rs";
 
+/// Consecutive failures to reach an address after which an outage is worth a warning.
+const WARN_AFTER_FAILURES: u32 = 3;
+
 /// The connection manager. `T` is the caller's tag for matching responses to its requests.
 #[derive(Debug)]
 pub struct Network<T> {
@@ -666,6 +669,24 @@ impl<T> Network<T> {
         self.coordinator_failed.remove(&node)
     }
 
+    /// What the network is waiting on now, when no problem was seen yet: the longest
+    /// unanswered request (a server that accepts connections and never answers), or a
+    /// connection still being set up. For a timeout to name when nothing failed outright.
+    pub fn waiting_on(&self, now: Instant) -> Option<String> {
+        let oldest = (self.conns.values())
+            .filter_map(|c| c.in_flight.front().map(|f| (f.sent, f.api, &c.addr)))
+            .min_by_key(|(sent, _, _)| *sent);
+        if let Some((sent, api, addr)) = oldest {
+            let waited = now.saturating_duration_since(sent).as_secs_f64();
+            return Some(format!(
+                "{addr} accepted the connection but has not answered {api:?} for {waited:.1} s (is it a Kafka broker, and is security.protocol right?)"
+            ));
+        }
+        (self.conns.values())
+            .find(|c| c.state != State::Ready)
+            .map(|c| format!("the connection to {} is still being set up", c.addr))
+    }
+
     /// [`Network::last_problem`], with when it was seen.
     pub fn last_problem_seen(&self) -> Option<(&str, Instant)> {
         self.last_problem.as_ref().map(|(p, at)| (p.as_str(), *at))
@@ -844,7 +865,11 @@ impl<T> Network<T> {
             api_versions = sent,
             "connection ready"
         );
-        self.failures.remove(&addr);
+        if let Some(f) = self.failures.remove(&addr) {
+            if f.count >= WARN_AFTER_FAILURES {
+                tracing::info!(%addr, failures = f.count, "connected again after failures");
+            }
+        }
     }
 
     fn malformed(&mut self, conn: ConnId, error: DecodeError, now: Instant) {
@@ -895,6 +920,17 @@ impl<T> Network<T> {
         let f = self.failures.entry(c.addr.clone()).or_default();
         let delay = self.cfg.reconnect.delay(f.count, &mut self.rng);
         f.count = f.count.saturating_add(1);
+        if f.count == WARN_AFTER_FAILURES {
+            // Once per outage (the count starts over when a connection is ready again), so
+            // that an outage shows at the warn level without a line per attempt.
+            tracing::warn!(
+                addr = %c.addr,
+                node = c.node(),
+                failures = f.count,
+                problem = self.last_problem.as_ref().map(|p| p.0.as_str()),
+                "connections keep failing; retrying with backoff"
+            );
+        }
         f.retry_at = Some(now + delay);
         if c.peer == Peer::Bootstrap {
             self.bootstrap_next += 1;

@@ -183,6 +183,17 @@ impl Producer {
             );
             b.retry_at = Some(now + self.retry_backoff.delay(b.attempts, &mut self.rng));
             b.attempts += 1;
+            if b.attempts == WARN_AFTER_ATTEMPTS && !self.retries_warned {
+                // Once per episode: until a batch is delivered again.
+                self.retries_warned = true;
+                tracing::warn!(
+                    topic = %b.tp.0,
+                    partition = b.tp.1,
+                    attempts = b.attempts,
+                    error = %error,
+                    "batches are being retried; records wait until they are delivered or time out"
+                );
+            }
             self.acc.reenqueue(b);
         } else {
             self.fail_batch(b, error, unknown);
@@ -234,6 +245,9 @@ impl Producer {
 
     pub(super) fn complete(&mut self, b: Batch, base_offset: Option<i64>, log_append_time: i64) {
         self.release(&b);
+        if std::mem::take(&mut self.retries_warned) {
+            tracing::info!(topic = %b.tp.0, partition = b.tp.1, "batches are delivered again");
+        }
         for (i, r) in b.records.iter().enumerate() {
             let outcome = Outcome::Delivered {
                 partition: b.tp.1,
@@ -273,6 +287,9 @@ impl Producer {
         }
     }
 }
+
+/// Attempts of one batch after which retries are worth a warning.
+const WARN_AFTER_ATTEMPTS: u32 = 3;
 
 /// Produce errors that do not say the batch was refused: the leader may have appended it
 /// (REQUEST_TIMED_OUT: acks=all timed out waiting for the followers, and the batch may still

@@ -137,6 +137,8 @@ pub struct Producer {
     next_txn_token: u64,
     /// Java's producer metrics (the connection ones are the network's).
     metrics: ProducerMetrics,
+    /// A warning said batches are being retried, and none was delivered since.
+    retries_warned: bool,
 }
 
 crate::net::network_io!(Producer, ProducerEvent);
@@ -205,6 +207,7 @@ impl Producer {
             }),
             next_txn_token: 0,
             metrics: ProducerMetrics::new(cfg.metrics.window),
+            retries_warned: false,
             cfg,
         }
     }
@@ -941,9 +944,11 @@ impl Producer {
             }
             let p = self.pending.pop_front().expect("checked");
             self.forget_pending_topic(&p.record.topic);
+            let last =
+                (self.net.last_problem().map(str::to_owned)).or_else(|| self.net.waiting_on(now));
             let error = DeliveryError::MetadataTimeout {
                 topic: p.record.topic.to_string(),
-                last: self.net.last_problem().map(str::to_owned),
+                last,
             };
             self.fail_pending(p, error);
         }
