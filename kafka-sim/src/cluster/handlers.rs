@@ -216,6 +216,37 @@ impl SimCluster {
     }
 
     /// A partition's error for a request at `node` carrying `epoch` (-1: unchecked).
+    /// Whether the partition's leader is not ready for Produce yet. The first Produce of each
+    /// leader epoch starts a moment (none for half of them, else up to 40 ms, fixed by the
+    /// seed, the partition and the epoch) in which it is refused.
+    fn leader_warming(&mut self, topic: &str, partition: i32) -> bool {
+        if !self.warmups {
+            return false;
+        }
+        let Some(epoch) = self.partition(topic, partition).map(|p| p.epoch) else {
+            return false;
+        };
+        let now = self.now;
+        let key = (topic.to_owned(), partition);
+        match self.warming.get(&key) {
+            Some((e, until)) if *e == epoch => now < *until,
+            _ => {
+                let mut h = self.seed ^ 0x9e37_79b9_7f4a_7c15;
+                for x in [partition as u64, epoch as u64, topic.len() as u64] {
+                    h = (h ^ x).wrapping_mul(0x100_0000_01b3).rotate_left(17);
+                }
+                let ms = if h.is_multiple_of(2) {
+                    0
+                } else {
+                    (h >> 8) % 40
+                };
+                let until = now + SimTime::from_millis(ms);
+                self.warming.insert(key, (epoch, until));
+                now < until
+            }
+        }
+    }
+
     fn leadership(&self, node: i32, topic: &str, partition: i32, epoch: i32) -> Option<i16> {
         let Some(p) = self.partition(topic, partition) else {
             return Some(UNKNOWN_TOPIC_OR_PARTITION);
@@ -393,6 +424,9 @@ impl SimCluster {
     ) -> (i16, i64, i64) {
         if let Some(e) = self.leadership(node, topic, partition, -1) {
             return (e, -1, -1);
+        }
+        if self.leader_warming(topic, partition) {
+            return (NOT_LEADER_OR_FOLLOWER, -1, -1);
         }
         let (min_insync, dedup) = (self.cfg.min_insync, self.cfg.dedup);
         let isr = self.partition(topic, partition).map_or(0, |p| p.isr.len());

@@ -196,9 +196,23 @@ pub struct SimCluster {
     /// Topics created through CreateTopics (for their ids).
     created_topics: u64,
     stats: ClusterStats,
+    /// Per partition, the leader epoch a Produce last found and until when that leader is
+    /// not ready yet: as a Kafka broker that metadata already names leader (a topic just
+    /// created, a leader just elected) answers NOT_LEADER_OR_FOLLOWER for a moment.
+    warming: BTreeMap<(String, i32), (i32, SimTime)>,
+    /// The seed, for those moments' lengths.
+    seed: u64,
+    /// Whether leaders have those moments (a fault, off unless asked).
+    warmups: bool,
 }
 
 impl SimCluster {
+    /// Leaders refuse Produce for a moment after each election and at the start, as a Kafka
+    /// broker does while it becomes leader (a topic just created, a leader just moved).
+    pub fn leader_warmups(&mut self, on: bool) {
+        self.warmups = on;
+    }
+
     /// A cluster with every broker up. `seed` varies the topic ids and elections.
     pub fn new(cfg: ClusterConfig, seed: u64) -> Self {
         let brokers: Vec<i32> = (1..=cfg.brokers).collect();
@@ -238,6 +252,9 @@ impl SimCluster {
             picks: seed,
             created_topics: 0,
             stats: ClusterStats::default(),
+            warming: BTreeMap::new(),
+            seed,
+            warmups: false,
         }
     }
 

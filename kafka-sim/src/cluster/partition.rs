@@ -52,7 +52,6 @@ impl Replica {
 pub(crate) enum AppendError {
     Corrupt,
     OutOfOrder,
-    UnknownProducer,
     /// An older producer epoch than the partition has seen for the producer id.
     FencedEpoch,
 }
@@ -62,7 +61,6 @@ impl AppendError {
         match self {
             AppendError::Corrupt => 2,
             AppendError::OutOfOrder => 45,
-            AppendError::UnknownProducer => 59,
             AppendError::FencedEpoch => 47,
         }
     }
@@ -159,11 +157,15 @@ impl Partition {
             {
                 return Ok(dup.base);
             }
+            // As Kafka's ProducerStateManager: a producer id the partition holds no state for
+            // may start at any sequence (so a later batch can be taken while an earlier one was
+            // refused); a new epoch of a known one starts at 0.
+            let known = log.batches.iter().any(|b| b.pid == batch.producer_id);
             match mine.last() {
                 Some(last) if batch.base_sequence != last.first_seq.wrapping_add(last.count) => {
                     return Err(AppendError::OutOfOrder)
                 }
-                None if batch.base_sequence != 0 => return Err(AppendError::UnknownProducer),
+                None if known && batch.base_sequence != 0 => return Err(AppendError::OutOfOrder),
                 _ => {}
             }
         }

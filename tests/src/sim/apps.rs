@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use kafka_core::fetcher::FetchEvent;
-use kafka_core::producer::{Outcome, ProducerEvent, ProducerRecord, SendError};
+use kafka_core::producer::{DeliveryError, Outcome, ProducerEvent, ProducerRecord, SendError};
 use kafka_core::{ConsumerConfig, Fetcher, Instant, Producer, ProducerConfig};
 
 use super::check::Failure;
@@ -68,7 +68,8 @@ pub struct ProducerApp {
     stop_at: Instant,
     n: u64,
     held: Option<(ProducerRecord, u64)>,
-    tokens: BTreeMap<u64, (u64, usize)>,
+    /// Token -> (record number, size, when the producer took it).
+    tokens: BTreeMap<u64, (u64, usize, Instant)>,
     /// Bytes of records sent and not resolved, counted here (not by the pool).
     unresolved: usize,
     buffer_memory: usize,
@@ -231,7 +232,7 @@ impl ProducerApp {
         let size = record.value.as_ref().map_or(0, |v| v.len());
         match self.producer.send_or_return(record, now) {
             Ok(token) => {
-                self.tokens.insert(token.0, (n, size));
+                self.tokens.insert(token.0, (n, size, now));
                 self.unresolved += size;
                 if self.unresolved > self.buffer_memory {
                     return Err(Failure::new(format!(
@@ -256,12 +257,28 @@ impl ProducerApp {
     pub fn on_event(&mut self, e: ProducerEvent, now: Instant) -> Result<(), Failure> {
         match e {
             ProducerEvent::Outcome(token, outcome) => {
-                let Some((n, size)) = self.tokens.remove(&token.0) else {
+                let Some((n, size, sent)) = self.tokens.remove(&token.0) else {
                     return Err(Failure::new(format!(
                         "producer {}: token {} resolved twice (or never issued): {outcome:?}",
                         self.id, token.0
                     )));
                 };
+                // A record never expires before its own send + delivery.timeout.ms, less at
+                // most linger.ms.
+                if let Outcome::Failed {
+                    error: DeliveryError::DeliveryTimeout { .. },
+                    ..
+                } = &outcome
+                {
+                    let cfg = self.producer.config();
+                    let earliest = sent + cfg.delivery_timeout.saturating_sub(cfg.linger);
+                    if now < earliest {
+                        return Err(Failure::new(format!(
+                            "producer {}: record {n}, sent at {sent:?}, expired at {now:?}, before its own delivery.timeout.ms ({:?})",
+                            self.id, cfg.delivery_timeout
+                        )));
+                    }
+                }
                 self.unresolved -= size;
                 match &outcome {
                     Outcome::Delivered { .. } => self.delivered += 1,
