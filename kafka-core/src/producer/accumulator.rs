@@ -745,6 +745,21 @@ impl Accumulator {
         out.into()
     }
 
+    /// Takes every queued batch that was never sent (a retry stays: its fate must be
+    /// settled first).
+    pub fn take_never_sent(&mut self) -> Vec<Batch> {
+        let mut out = Vec::new();
+        for q in self.queues.values_mut() {
+            let (never, keep): (VecDeque<Batch>, VecDeque<Batch>) = std::mem::take(q)
+                .into_iter()
+                .partition(|b| b.sealed.is_none());
+            *q = keep;
+            out.extend(never);
+        }
+        self.queues.retain_nonempty();
+        out
+    }
+
     /// Whether a queued batch of the partition holds a sequence of `epoch` before `seq`.
     pub fn has_earlier(&self, tp: &TopicPartition, epoch: i16, seq: i32) -> bool {
         self.queues.get(&tp.0, tp.1).is_some_and(|q| {

@@ -143,6 +143,17 @@ impl Producer {
         let Some(txn) = &self.txn else {
             return;
         };
+        if txn.is_abortable() && !self.acc.is_empty() {
+            // As Java's sender: records of a transaction that can only abort are never sent
+            // (their partitions would never be added); they fail now rather than at their
+            // delivery timeout (librdkafka's mock cluster: a minute's wait after the chaos).
+            for b in self.acc.take_never_sent() {
+                self.fail_batch(b, DeliveryError::TransactionAborted, false);
+            }
+        }
+        let Some(txn) = &self.txn else {
+            return;
+        };
         let (id, fatal) = (txn.producer_id(), txn.fatal_code());
         let finalized = self.net.finalized_feature("transaction.version");
         let txn = self.txn.as_mut().expect("checked above");

@@ -426,6 +426,11 @@ impl Transactions {
         self.bump_epoch = true;
     }
 
+    /// The transaction can only abort now (a record failed, or the coordinator said so).
+    pub(crate) fn is_abortable(&self) -> bool {
+        self.state == State::AbortableError
+    }
+
     /// A commit or an abort is waiting: batches go without waiting for `linger.ms`.
     pub(crate) fn is_ending(&self) -> bool {
         matches!(self.state, State::Committing | State::Aborting)

