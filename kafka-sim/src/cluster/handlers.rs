@@ -215,7 +215,6 @@ impl SimCluster {
             .unwrap_or_default()
     }
 
-    /// A partition's error for a request at `node` carrying `epoch` (-1: unchecked).
     /// Whether the partition's leader is not ready for Produce yet. The first Produce of each
     /// leader epoch starts a moment (none for half of them, else up to 40 ms, fixed by the
     /// seed, the partition and the epoch) in which it is refused.
@@ -247,6 +246,7 @@ impl SimCluster {
         }
     }
 
+    /// A partition's error for a request at `node` carrying `epoch` (-1: unchecked).
     fn leadership(&self, node: i32, topic: &str, partition: i32, epoch: i32) -> Option<i16> {
         let Some(p) = self.partition(topic, partition) else {
             return Some(UNKNOWN_TOPIC_OR_PARTITION);
