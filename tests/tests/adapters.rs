@@ -886,6 +886,9 @@ macro_rules! suite {
                                             DeliveryError::DeliveryTimeout { .. }
                                                 | DeliveryError::Broker(_)
                                                 | DeliveryError::Request(_)
+                                                // In flight at the crash, and its
+                                                // partition started over: never resent.
+                                                | DeliveryError::SequenceUnresolved { .. }
                                         ),
                                         "a typed failure: {f}"
                                     );
