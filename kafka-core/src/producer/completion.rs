@@ -201,16 +201,16 @@ impl Producer {
     }
 
     pub(super) fn fail_batch(&mut self, b: Batch, error: DeliveryError, unknown: bool) {
-        if self.txn.is_none() && b.base_sequence >= 0 {
-            // Its sequence is a hole the broker will never fill: the partition's later
-            // batches would be out of order for good, so it starts over under a new epoch
-            // (KIP-360) once nothing is in flight. (A transaction's failure aborts it, which
-            // bumps the epoch there.)
-            if let Some(p) = self.sequences.get_mut(&b.tp) {
-                if p.epoch == b.epoch {
-                    p.bump = true;
-                }
-            }
+        // Its sequence is a hole the broker will never fill: the partition's later batches
+        // would be out of order for good, so it starts over under a new epoch (KIP-360) once
+        // nothing is in flight. (A transaction's failure aborts it, which bumps the epoch
+        // there; a batch of an epoch already left behind needs nothing.)
+        let current = self
+            .sequences
+            .get(&b.tp)
+            .is_some_and(|p| p.epoch == b.epoch);
+        if self.txn.is_none() && b.base_sequence >= 0 && current {
+            self.request_bump(&b.tp);
         }
         let code = match error {
             DeliveryError::Broker(e) => Some(e),

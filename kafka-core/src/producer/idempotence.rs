@@ -124,9 +124,7 @@ impl Producer {
             p.bump = true;
         }
     }
-}
 
-impl Producer {
     /// OUT_OF_ORDER_SEQUENCE_NUMBER for an idempotent (not transactional) batch. While an
     /// earlier batch of its partition is still on its way, that one left the gap: retry in
     /// order. Otherwise the broker will never take this sequence (an earlier batch failed or

@@ -140,10 +140,7 @@ impl Producer {
 
     /// Takes up the transaction's producer id, and sends its next requests.
     pub(super) fn drive_transaction(&mut self, now: Instant) {
-        let Some(txn) = &self.txn else {
-            return;
-        };
-        if txn.is_abortable() && !self.acc.is_empty() {
+        if self.txn.as_ref().is_some_and(|t| t.is_abortable()) && !self.acc.is_empty() {
             // As Java's sender: records of a transaction that can only abort are never sent
             // (their partitions would never be added); they fail now rather than at their
             // delivery timeout (librdkafka's mock cluster: a minute's wait after the chaos).
