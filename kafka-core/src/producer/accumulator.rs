@@ -33,6 +33,9 @@ pub(crate) struct Batch {
     pub sealed: Option<Bytes>,
     pub records: Vec<RecordMeta>,
     pub created: Instant,
+    /// Until when it takes records (see [`Accumulator::append`]), fixed when it opens so that
+    /// each append compares one instant.
+    pub open_until: Instant,
     /// The latest of its records' delivery deadlines (`send` + `delivery.timeout.ms`).
     pub deadline: Instant,
     pub attempts: u32,
@@ -349,7 +352,7 @@ impl Accumulator {
             // longer): no record waits more than that past its own `delivery.timeout.ms`, and
             // none expires before it (records appended 15 s after their batch opened failed
             // within a second, through a network drop).
-            if now.saturating_duration_since(last.created) > self.linger.max(OPEN_SPAN) {
+            if now > last.open_until {
                 last.closed = true;
             }
             if let (false, Some(b)) = (last.closed, last.builder.as_mut()) {
@@ -366,7 +369,9 @@ impl Accumulator {
                             token,
                             timestamp: r.timestamp,
                         });
-                        last.deadline = last.deadline.max(deadline);
+                        if deadline > last.deadline {
+                            last.deadline = deadline;
+                        }
                         return Ok(Appended {
                             new_batch: false,
                             filled,
@@ -442,6 +447,7 @@ impl Accumulator {
                 v
             },
             created: now,
+            open_until: now + self.linger.max(OPEN_SPAN),
             deadline,
             attempts: 0,
             retry_at: None,
@@ -697,6 +703,7 @@ impl Accumulator {
                 sealed: None,
                 records: b.records[range.clone()].to_vec(),
                 created: b.created,
+                open_until: b.open_until,
                 deadline: b.deadline,
                 attempts: b.attempts,
                 retry_at: None,
