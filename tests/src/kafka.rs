@@ -112,6 +112,26 @@ impl Cluster {
         Self::start_formatted(nodes, "PLAINTEXT", "", "", features, configs)
     }
 
+    /// Starts `nodes` PLAINTEXT nodes, each in a network namespace of its own on an address
+    /// of its own (`scripts/kafka start --netns`; root only), for [`Cluster::net`]'s faults.
+    pub fn start_netns(nodes: usize, configs: &[&str]) -> Cluster {
+        let mut with = vec!["--netns".to_owned()];
+        with.extend(configs.iter().map(|c| (*c).to_owned()));
+        let with: Vec<&str> = with.iter().map(String::as_str).collect();
+        Self::start_formatted(nodes, "PLAINTEXT", "", "", &[], &with)
+    }
+
+    /// A network fault on a [`Cluster::start_netns`] cluster (`scripts/kafka net ...`):
+    /// `["cut", "2"]`, `["isolate", "1", "client"]`, `["isolate", "1", "peers"]`,
+    /// `["slow", "3", "200kbit"]`, `["heal"]`.
+    pub fn net(&self, fault: &[&str]) {
+        let mut args = vec!["net"];
+        args.extend_from_slice(fault);
+        let dir = self.dir.to_string_lossy();
+        args.extend_from_slice(&["--dir", &dir]);
+        run(&args);
+    }
+
     fn start_formatted(
         nodes: usize,
         listeners: &str,
@@ -146,6 +166,7 @@ impl Cluster {
                     args.push("--classpath");
                     args.push(cp);
                 }
+                None if *c == "--netns" => args.push(c),
                 None => {
                     args.push("--config");
                     args.push(c);

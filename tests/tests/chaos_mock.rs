@@ -29,13 +29,6 @@ fn verbose() -> bool {
     std::env::var("CHAOS_VERBOSE").is_ok()
 }
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).map_or(default, |v| {
-        v.parse()
-            .unwrap_or_else(|_| panic!("{name}={v}: expected a number"))
-    })
-}
-
 /// A small seeded generator for the schedule.
 struct Dice(u64);
 
@@ -349,10 +342,13 @@ fn the_transactional_producer_through_chaos_on_the_mock_cluster() {
 
 fn chaos_seeds(transactional: bool) {
     let (start, n) = match std::env::var("CHAOS_SEEDS") {
-        Ok(_) => (env("CHAOS_SEED_START", 1), env("CHAOS_SEEDS", 1)),
+        Ok(_) => (
+            tests::env_u64("CHAOS_SEED_START", 1),
+            tests::env_u64("CHAOS_SEEDS", 1),
+        ),
         Err(_) => (1, 2),
     };
-    let chaos = Duration::from_secs(env("CHAOS_SECS", 6));
+    let chaos = Duration::from_secs(tests::env_u64("CHAOS_SECS", 6));
     if verbose() {
         let _ = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::DEBUG)

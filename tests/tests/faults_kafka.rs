@@ -27,21 +27,6 @@ const PARTITIONS: i32 = 6;
 const TOPIC: &str = "faults";
 const GROUP: &str = "faults-group";
 
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.parse().expect("a number"))
-        .unwrap_or(default)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// What the producer's records came to, by number: `None` until resolved.
 type Outcomes = Arc<Mutex<Vec<Option<Result<(i32, i64), Certainty>>>>>;
 
@@ -73,7 +58,7 @@ impl Run {
     }
 
     fn leader_of(&self, partition: i32) -> usize {
-        runtime().block_on(async {
+        tests::tokio_runtime().block_on(async {
             let admin =
                 Admin::from_map([("bootstrap.servers", self.cluster.bootstrap.as_str())]).unwrap();
             loop {
@@ -106,8 +91,8 @@ impl Run {
 
 #[test]
 fn an_idempotent_producer_and_a_group_through_kafka_faults() {
-    let rate = env("FAULT_RATE", 200);
-    let rounds = env("FAULT_ROUNDS", 1);
+    let rate = tests::env_u64("FAULT_RATE", 200);
+    let rounds = tests::env_u64("FAULT_ROUNDS", 1);
     let began = Instant::now();
     let cluster = Cluster::start(3);
     cluster.create_topic(TOPIC, PARTITIONS as u32, 3, &["min.insync.replicas=2"]);
@@ -130,7 +115,7 @@ fn an_idempotent_producer_and_a_group_through_kafka_faults() {
         );
         let outcomes2 = outcomes.clone();
         std::thread::spawn(move || {
-            runtime().block_on(async move {
+            tests::tokio_runtime().block_on(async move {
                 let p = Producer::from_map([
                     ("bootstrap.servers", bootstrap.as_str()),
                     ("request.timeout.ms", "5000"),
@@ -178,7 +163,7 @@ fn an_idempotent_producer_and_a_group_through_kafka_faults() {
     let member = {
         let (bootstrap, consumed, stop) = (bootstrap.clone(), run.consumed.clone(), stop.clone());
         std::thread::spawn(move || {
-            runtime().block_on(async move {
+            tests::tokio_runtime().block_on(async move {
                 let mut c = Consumer::from_map([
                     ("bootstrap.servers", bootstrap.as_str()),
                     ("group.id", GROUP),
@@ -207,7 +192,7 @@ fn an_idempotent_producer_and_a_group_through_kafka_faults() {
     let watcher = {
         let (bootstrap, stop, backwards) = (bootstrap.clone(), stop.clone(), backwards.clone());
         std::thread::spawn(move || {
-            runtime().block_on(async move {
+            tests::tokio_runtime().block_on(async move {
                 let c = Consumer::from_map([
                     ("bootstrap.servers", bootstrap.as_str()),
                     ("group.id", GROUP),
@@ -280,7 +265,7 @@ fn an_idempotent_producer_and_a_group_through_kafka_faults() {
     producer.join().expect("the producer finished");
 
     // What the log holds, read from the start by a fresh consumer.
-    let log: BTreeMap<(i32, i64), String> = runtime().block_on(async {
+    let log: BTreeMap<(i32, i64), String> = tests::tokio_runtime().block_on(async {
         let mut c = Consumer::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
         c.assign((0..PARTITIONS).map(|p| (TOPIC, p)), StartFrom::Earliest)
             .unwrap();

@@ -46,14 +46,6 @@ fn sample(codec: &str, n: usize, partitions: i32) -> Vec<Rec> {
         .collect()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// Reads `n` records from every partition with librdkafka.
 fn rdkafka_read(bootstrap: &str, topic: &str, partitions: i32, n: usize) -> Vec<Rec> {
     let c: BaseConsumer = ClientConfig::new()
@@ -142,7 +134,7 @@ fn by_partition(mut recs: Vec<Rec>) -> BTreeMap<i32, Vec<Rec>> {
 #[test]
 fn librdkafka_reads_exactly_what_we_write_under_every_codec() {
     let broker = Broker::start();
-    let rt = runtime();
+    let rt = tests::tokio_runtime();
     for codec in CODECS {
         let topic = format!("ours-{codec}");
         let sent = sample(codec, 600, 2);
@@ -178,7 +170,7 @@ fn librdkafka_reads_exactly_what_we_write_under_every_codec() {
 #[test]
 fn we_read_exactly_what_librdkafka_writes_under_every_codec() {
     let broker = Broker::start();
-    let rt = runtime();
+    let rt = tests::tokio_runtime();
     for codec in CODECS {
         let topic = format!("theirs-{codec}");
         let sent = sample(codec, 600, 2);
@@ -220,7 +212,7 @@ fn we_read_exactly_what_librdkafka_writes_under_every_codec() {
 #[test]
 fn keyed_records_land_where_librdkafka_murmur2_puts_them() {
     let broker = Broker::start();
-    runtime().block_on(async {
+    tests::tokio_runtime().block_on(async {
         let admin = Admin::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
         admin.create_topic(NewTopic::new("keys", 7)).await.unwrap();
         let theirs: FutureProducer = ClientConfig::new()
@@ -263,7 +255,7 @@ fn on_a_three_broker_mock_cluster_nothing_is_lost_or_duplicated_while_leaders_mo
     for p in 0..PARTS {
         mock.partition_leader("moving", p, Some(1 + p % 3)).unwrap();
     }
-    runtime().block_on(async {
+    tests::tokio_runtime().block_on(async {
         let producer = Producer::from_map([
             ("bootstrap.servers", bootstrap.as_str()),
             ("acks", "all"),
@@ -340,7 +332,7 @@ fn on_a_three_broker_mock_cluster_nothing_is_lost_or_duplicated_while_leaders_mo
 fn our_consumer_and_librdkafka_share_a_group() {
     for assignor in ["range", "cooperative-sticky"] {
         let broker = Broker::start();
-        let rt = runtime();
+        let rt = tests::tokio_runtime();
         let topic = format!("mixed-{assignor}");
         let group = format!("mixed-group-{assignor}");
         rt.block_on(async {
@@ -526,7 +518,7 @@ fn on_the_mock_cluster_a_group_consumer_survives_coordinator_and_leader_moves() 
     ] {
         mock.apiversion(api, Some(0), Some(max)).unwrap();
     }
-    runtime().block_on(async {
+    tests::tokio_runtime().block_on(async {
         let p = Producer::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
         let mut hs = Vec::new();
         for i in 0..N {
@@ -627,7 +619,7 @@ fn transactions_cross_between_librdkafka_and_us_on_kafka() {
     let bootstrap = kafka.bootstrap.clone();
     kafka.create_topic("tx-ours", 2, 1, &[]);
     kafka.create_topic("tx-rdkafka", 2, 1, &[]);
-    let rt = runtime();
+    let rt = tests::tokio_runtime();
     rt.block_on(tests::kafka::write_three_transactions(
         bootstrap.as_str(),
         "tx-ours",

@@ -36,14 +36,6 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn topic(name: &str) -> String {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     format!(
@@ -115,7 +107,7 @@ fn ca() -> (&'static str, String) {
 
 #[test]
 fn kafka_sasl_plaintext_round_trips_under_plain_scram_256_scram_512_and_oauthbearer() {
-    let rt = runtime();
+    let rt = tests::tokio_runtime();
     let user = ("sasl.username", "alice".to_owned());
     let pw = ("sasl.password", PASSWORD.to_owned());
     rt.block_on(async {
@@ -150,7 +142,7 @@ fn kafka_sasl_plaintext_round_trips_under_plain_scram_256_scram_512_and_oauthbea
 #[test]
 fn kafka_ssl_with_mutual_tls_and_sasl_ssl_with_an_inline_pem_truststore_round_trip() {
     let f = fixture();
-    let rt = runtime();
+    let rt = tests::tokio_runtime();
     rt.block_on(async {
         let cfg = settings(
             "SSL",
@@ -197,7 +189,7 @@ fn kafka_ssl_with_mutual_tls_and_sasl_ssl_with_an_inline_pem_truststore_round_tr
 /// A producer's send with `cfg` fails within `within`, with a message containing each of
 /// `words` and never the password.
 fn assert_send_fails(cfg: &[(String, String)], within: Duration, words: &[&str]) -> DeliveryError {
-    let rt = runtime();
+    let rt = tests::tokio_runtime();
     let started = StdInstant::now();
     let error = rt.block_on(async {
         let mut cfg = cfg.to_vec();
@@ -289,7 +281,7 @@ fn kafka_security_failures_are_typed_prompt_and_name_the_fix() {
         "ssl.endpoint.identification.algorithm".into(),
         "none".into(),
     ));
-    runtime().block_on(round_trip(&cfg, "no-hostname-check", 10));
+    tests::tokio_runtime().block_on(round_trip(&cfg, "no-hostname-check", 10));
     // No client certificate where the listener requires one.
     let cfg = settings("SSL", &[ca()]);
     assert_send_fails(&cfg, fast, &["TLS", "ssl.certificate.location"]);
@@ -313,7 +305,7 @@ fn kafka_admin_and_consumer_fail_typed_on_a_wrong_password() {
             ("sasl.password", "wrong-password".into()),
         ],
     );
-    let rt = runtime();
+    let rt = tests::tokio_runtime();
     rt.block_on(async {
         let started = StdInstant::now();
         let admin = Admin::from_map(cfg.iter().cloned()).unwrap();
@@ -373,7 +365,7 @@ fn kafka_reauthentication_under_load_loses_nothing_and_keeps_its_connections() {
         ],
     );
     let t = topic("reauth");
-    runtime().block_on(async {
+    tests::tokio_runtime().block_on(async {
         let admin = Admin::from_map(cfg.iter().cloned()).unwrap();
         admin
             .create_topic(NewTopic::new(t.clone(), 1))
@@ -436,7 +428,7 @@ fn kafka_reauthentication_under_load_loses_nothing_and_keeps_its_connections() {
 #[test]
 fn kafka_librdkafka_authenticates_on_the_same_listener() {
     let f = fixture();
-    let rt = runtime();
+    let rt = tests::tokio_runtime();
     rt.block_on(async {
         let t = topic("rdkafka-plain");
         let ours = settings(
@@ -510,7 +502,7 @@ fn kafka_oauthbearer_with_an_async_token_provider_is_asked_again_when_its_token_
         &[("sasl.mechanism", "OAUTHBEARER".into())],
     );
     let t = topic("oauth-provider");
-    runtime().block_on(async {
+    tests::tokio_runtime().block_on(async {
         let mut admin_cfg = kafka_core::AdminConfig::from_map(settings.iter().cloned()).unwrap();
         admin_cfg.security.token_provider = Some(provider.clone());
         Admin::new(admin_cfg)
