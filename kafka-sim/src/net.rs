@@ -1,7 +1,9 @@
 //! A simulated network between clients and a [`crate::SimCluster`]: each connection is an
 //! ordered byte stream in each direction, delivered in chunks of random size after a latency
 //! with jitter. Faults: connects refused, connections reset in the middle of a frame, slow
-//! links, and brokers partitioned away. Every random choice comes from the seed.
+//! links, brokers partitioned away (their connections reset), and brokers black-holed (nothing
+//! reaches them or comes back, nothing closes: what a pulled cable or a frozen host looks
+//! like). Every random choice comes from the seed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -89,6 +91,8 @@ pub struct NetStats {
     pub slowed: u64,
     /// Times a broker was partitioned away.
     pub partitions: u64,
+    /// Times a broker was black-holed.
+    pub blackholes: u64,
     /// Chunks delivered.
     pub chunks: u64,
 }
@@ -102,6 +106,9 @@ pub struct SimNet {
     queue: BTreeMap<(SimTime, u64), Delivery>,
     links: BTreeMap<ConnKey, Link>,
     partitioned: BTreeSet<i32>,
+    /// Brokers black-holed, and what came due for them meanwhile (in order).
+    blackholed: BTreeSet<i32>,
+    held: Vec<((SimTime, u64), Delivery)>,
     stats: NetStats,
 }
 
@@ -115,6 +122,8 @@ impl SimNet {
             queue: BTreeMap::new(),
             links: BTreeMap::new(),
             partitioned: BTreeSet::new(),
+            blackholed: BTreeSet::new(),
+            held: Vec::new(),
             stats: NetStats::default(),
         }
     }
@@ -309,9 +318,42 @@ impl SimNet {
         }
     }
 
-    /// Ends a partition.
+    /// Black-holes a broker: from now on nothing sent to or from it arrives and no connect to
+    /// it completes, and nobody learns of it (no reset, no close) until [`SimNet::heal`], when
+    /// what was held arrives in order, as TCP's retransmissions would bring it. Connects that
+    /// the client gave up on meanwhile never complete.
+    pub fn blackhole(&mut self, node: i32) {
+        if self.blackholed.insert(node) {
+            self.stats.blackholes += 1;
+        }
+    }
+
+    /// Ends a partition or a black hole.
     pub fn heal(&mut self, node: i32) {
         self.partitioned.remove(&node);
+        if self.blackholed.remove(&node) {
+            let held = std::mem::take(&mut self.held);
+            for (key, d) in held {
+                if self.node_of(&d) != Some(node) {
+                    self.held.push((key, d));
+                } else if matches!(d, Delivery::Connected(..))
+                    && self.links.get(&d.conn()).is_none_or(|l| l.dead)
+                {
+                    // The client gave up on this connect.
+                } else {
+                    // Due already: delivered at the next poll, in the order they came due.
+                    self.queue.insert(key, d);
+                }
+            }
+        }
+    }
+
+    /// The broker a delivery is to or from.
+    fn node_of(&self, d: &Delivery) -> Option<i32> {
+        match d {
+            Delivery::Connected(_, node) => Some(*node),
+            d => self.links.get(&d.conn()).map(|l| l.node),
+        }
     }
 
     /// Whether a broker is partitioned away.
@@ -335,16 +377,23 @@ impl SimNet {
 
     /// The next delivery due at `now`, in order.
     pub fn poll(&mut self, now: SimTime) -> Option<Delivery> {
-        let (&key, _) = self.queue.iter().next()?;
-        if key.0 > now {
-            return None;
-        }
-        let d = self.queue.remove(&key).expect("found");
+        let d = loop {
+            let (&key, _) = self.queue.iter().next()?;
+            if key.0 > now {
+                return None;
+            }
+            let d = self.queue.remove(&key).expect("found");
+            match self.node_of(&d) {
+                Some(node) if self.blackholed.contains(&node) => self.held.push((key, d)),
+                _ => break d,
+            }
+        };
         match &d {
             Delivery::ToBroker(..) | Delivery::ToClient(..) => self.stats.chunks += 1,
             Delivery::BrokerSideClosed(c) | Delivery::ClientSideClosed(c) => {
                 // Both sides closed: forget the link.
-                let both = !self.queue.values().any(|q| q.conn() == *c);
+                let both = !self.queue.values().any(|q| q.conn() == *c)
+                    && !self.held.iter().any(|(_, q)| q.conn() == *c);
                 if both {
                     self.links.remove(c);
                 }
@@ -357,5 +406,50 @@ impl SimNet {
     /// What was injected so far.
     pub fn stats(&self) -> NetStats {
         self.stats.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(net: &mut SimNet, now: SimTime) -> Vec<Delivery> {
+        std::iter::from_fn(|| net.poll(now)).collect()
+    }
+
+    #[test]
+    fn a_black_hole_holds_everything_until_healed_then_delivers_it_in_order() {
+        let mut net = SimNet::new(NetConfig::default(), 7);
+        let t = SimTime::from_millis;
+        net.connect(1, 2, t(0));
+        assert_eq!(drain(&mut net, t(10)), [Delivery::Connected(1, 2)]);
+        net.blackhole(2);
+        net.client_send(1, Bytes::from_static(b"request"), t(10));
+        net.broker_send(1, Bytes::from_static(b"answer"), t(10));
+        net.connect(2, 2, t(10));
+        net.connect(3, 2, t(10));
+        // Nothing arrives, nothing closes: the client only has its timeouts.
+        assert_eq!(drain(&mut net, t(5_000)), []);
+        // The client gives up on connect 3 meanwhile.
+        net.client_close(3, t(5_000));
+        net.heal(2);
+        let got = drain(&mut net, t(5_001));
+        let bytes = |to_broker: bool| -> Vec<u8> {
+            got.iter()
+                .flat_map(|d| match d {
+                    Delivery::ToBroker(1, b) if to_broker => b.to_vec(),
+                    Delivery::ToClient(1, b) if !to_broker => b.to_vec(),
+                    _ => vec![],
+                })
+                .collect()
+        };
+        assert_eq!(bytes(true), b"request");
+        assert_eq!(bytes(false), b"answer");
+        assert!(got.contains(&Delivery::Connected(2, 2)));
+        assert!(
+            !got.contains(&Delivery::Connected(3, 2)),
+            "a connect given up on never completes"
+        );
+        assert_eq!(net.stats().blackholes, 1);
     }
 }

@@ -264,6 +264,15 @@ impl Run {
                 w.cluster.crash(n);
                 w.drain_cluster(t);
             }
+            Fault::Blackhole(n) => {
+                counts.broker_blackhole += 1;
+                self.sim.wire().net.blackhole(n);
+            }
+            Fault::Fence(n) => {
+                let mut w = self.sim.wire();
+                w.cluster.crash(n);
+                w.drain_cluster(t);
+            }
             Fault::Heal(n) => {
                 let mut w = self.sim.wire();
                 w.net.heal(n);

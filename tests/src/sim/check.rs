@@ -251,6 +251,11 @@ fn apply(
             w.net.partition(n, t);
             w.cluster.crash(n);
         }
+        Fault::Blackhole(n) => {
+            c.broker_blackhole += 1;
+            w.net.blackhole(n);
+        }
+        Fault::Fence(n) => w.cluster.crash(n),
         Fault::Heal(n) => {
             w.net.heal(n);
             w.cluster.restart(n);

@@ -1,5 +1,6 @@
 //! The fault schedule: from the seed, faults at random intervals during the faulty phase —
-//! broker crashes and partitions (each recovered after a while), leader and coordinator moves,
+//! broker crashes, partitions and black holes (each recovered after a while), leader and
+//! coordinator moves,
 //! connection resets, slow links, refused connects, group members that crash, join and
 //! leave, and producers that get no CPU for a while (a starved machine). After the phase everything is recovered, so the run can settle.
 
@@ -16,6 +17,8 @@ pub struct FaultCounts {
     pub broker_crash: u64,
     /// Brokers partitioned away from everyone.
     pub broker_partition: u64,
+    /// Brokers black-holed (gone without closing a connection, fenced a while later).
+    pub broker_blackhole: u64,
     /// Leader moves.
     pub leader_move: u64,
     /// Coordinator moves.
@@ -43,6 +46,7 @@ impl FaultCounts {
     pub fn add(&mut self, o: &FaultCounts) {
         self.broker_crash += o.broker_crash;
         self.broker_partition += o.broker_partition;
+        self.broker_blackhole += o.broker_blackhole;
         self.leader_move += o.leader_move;
         self.coordinator_move += o.coordinator_move;
         self.conn_reset += o.conn_reset;
@@ -60,6 +64,7 @@ impl FaultCounts {
         [
             ("broker crash", self.broker_crash),
             ("broker partition", self.broker_partition),
+            ("broker black hole", self.broker_blackhole),
             ("leader move", self.leader_move),
             ("coordinator move", self.coordinator_move),
             ("connection reset", self.conn_reset),
@@ -87,8 +92,13 @@ pub enum Fault {
     RestartBroker(i32),
     /// Partition a broker away.
     Partition(i32),
-    /// Heal a partition.
+    /// Heal a partition or a black hole.
     Heal(i32),
+    /// A broker vanishes: nothing reaches it or comes back and no connection closes (a pulled
+    /// cable, a frozen host), while the cluster still names it, leader and coordinator...
+    Blackhole(i32),
+    /// ...until the controller fences it (its session expired): leaders and coordinators move.
+    Fence(i32),
     /// Move a partition's leader.
     MoveLeader(i32),
     /// Move the group coordinator.
@@ -180,7 +190,16 @@ impl Faults {
             2 if !self.out.contains(&broker) && self.out.is_empty() => {
                 self.out.push(broker);
                 self.recoveries.push((back, Fault::Heal(broker)));
-                Some(Fault::Partition(broker))
+                if self.dice.below(2) == 0 {
+                    Some(Fault::Partition(broker))
+                } else {
+                    // Fenced at a quarter to three quarters of the way to its return: until
+                    // then, metadata names a leader nobody can reach.
+                    let span = back.saturating_duration_since(now);
+                    let fence = now + span * (1 + self.dice.below(3) as u32) / 4;
+                    self.recoveries.push((fence, Fault::Fence(broker)));
+                    Some(Fault::Blackhole(broker))
+                }
             }
             3 => Some(Fault::MoveLeader(self.dice.below(3) as i32)),
             4 => Some(Fault::MoveCoordinator),
@@ -203,6 +222,11 @@ impl Faults {
     pub fn recover_all(&mut self) -> Vec<Fault> {
         self.enabled = false;
         self.out.clear();
-        self.recoveries.drain(..).map(|r| r.1).collect()
+        // A fence not yet due would take a broker down for good after its heal.
+        self.recoveries
+            .drain(..)
+            .map(|r| r.1)
+            .filter(|f| !matches!(f, Fault::Fence(_)))
+            .collect()
     }
 }
