@@ -854,7 +854,9 @@ impl Admin {
     }
 
     fn retry(&mut self, id: OpId, why: String, now: Instant) {
-        let o = self.ops.get_mut(&id).expect("caller checked");
+        let Some(o) = self.ops.get_mut(&id) else {
+            return; // it ended meanwhile
+        };
         o.retry_at = Some(now + self.backoff.delay(o.failures, &mut self.rng));
         o.failures = o.failures.saturating_add(1);
         o.last_problem = Some(why);

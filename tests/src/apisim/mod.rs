@@ -388,7 +388,12 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
         ..ClusterConfig::default()
     };
     if seed.is_multiple_of(3) {
-        cluster.versions.insert(2, older_versions());
+        // Broker 2 runs an older Kafka, and offers no ListGroups (as Kafka-compatible servers
+        // that leave group listing out): an admin call that asks every broker meets a
+        // broker it cannot ask in the middle of its round.
+        let mut older = older_versions();
+        older.retain(|v| v.0 != kafka_core::proto::api::ApiKey::ListGroups.key());
+        cluster.versions.insert(2, older);
     }
     let mut run = Run {
         sim: Sim::new(seed, cluster, NetConfig::default()),

@@ -1,5 +1,5 @@
-//! An operator's application on the `Admin` API: it describes the cluster, creates topics and
-//! deletes them through the faults. Each call ends within `default.api.timeout.ms`, each
+//! An operator's application on the `Admin` API: it describes the cluster, lists the groups,
+//! creates topics and deletes them through the faults. Each call ends within `default.api.timeout.ms`, each
 //! answer agrees with what the client was told before, and the cluster ends as the answers
 //! said.
 
@@ -51,7 +51,17 @@ async fn operate(seed: u64, stop_at: kafka_core::Instant, shared: &Shared) -> Re
     while simrt::now() < stop_at {
         simrt::sleep(Duration::from_millis(50 + dice.below(500))).await;
         let began = simrt::now();
-        let what = match dice.below(3) {
+        let what = match dice.below(4) {
+            3 => {
+                let r = admin.list_groups().await;
+                match &r {
+                    Ok(_) | Err(AdminError::Timeout { .. }) => {}
+                    // Every third seed, broker 2 offers no ListGroups.
+                    Err(AdminError::Unsupported(_)) if seed.is_multiple_of(3) => {}
+                    Err(e) => return Err(format!("operator: listing the groups failed: {e:?}")),
+                }
+                format!("list groups: {}", brief(r.map(|_| ())))
+            }
             0 => {
                 let r = admin.metadata(None).await;
                 if let Ok(md) = &r {
