@@ -74,6 +74,9 @@ pub(super) struct Group {
     /// A pattern subscription under the classic protocol, matched against the listing of
     /// every topic (whole names, as Java's `Pattern.matches`).
     pattern: Option<regex::Regex>,
+    /// The loss of the coordinator was warned about, and nothing came back from one since:
+    /// one warning an episode, however many lookups and connects fail in it.
+    coordinator_warned: bool,
 }
 
 impl Group {
@@ -96,6 +99,7 @@ impl Group {
             assigning_since: None,
             snapshot: None,
             pattern: None,
+            coordinator_warned: false,
         })
     }
 }
@@ -406,10 +410,16 @@ impl Fetcher {
             .membership
             .coordinator()
             .is_some_and(|(node, _)| self.net.take_coordinator_failure(*node));
-        if lost {
+        if lost && !g.coordinator_warned {
+            g.coordinator_warned = true;
             tracing::warn!(
                 problem = self.net.last_problem(),
                 "lost the connection to the group coordinator; looking it up again"
+            );
+        } else if lost {
+            tracing::debug!(
+                problem = self.net.last_problem(),
+                "the group coordinator is still out of reach; looking it up again"
             );
         }
         if g.offsets.take_coordinator_moved() || lost {
@@ -700,6 +710,11 @@ impl Fetcher {
             self.metrics.commit_answered(now);
         }
         let Some(g) = &mut self.group else { return };
+        // An answer from the coordinator (not a lookup's, which any broker gives) ends an
+        // episode of its loss.
+        if !matches!(body, ResponseBody::FindCoordinator(_)) {
+            g.coordinator_warned = false;
+        }
         match tag {
             Tag::Group => g.membership.handle_response(body, now),
             Tag::Offsets(_) => g.offsets.handle_response(body, now),

@@ -134,6 +134,8 @@ pub struct Offsets {
     group_id: String,
     instance_id: Option<String>,
     auto_commit: Option<Duration>,
+    /// An automatic commit was refused and none succeeded since (warned about once).
+    auto_commit_warned: bool,
     consumed: BTreeMap<TopicPartition, Committed>,
     committed: BTreeMap<TopicPartition, Committed>,
     to_fetch: BTreeSet<TopicPartition>,
@@ -168,6 +170,7 @@ impl Offsets {
             group_id: group_id.to_owned(),
             instance_id: instance_id.map(str::to_owned),
             auto_commit,
+            auto_commit_warned: false,
             consumed: BTreeMap::new(),
             committed: BTreeMap::new(),
             to_fetch: BTreeSet::new(),
@@ -513,6 +516,14 @@ impl Offsets {
     fn finish(&mut self, c: Commit, result: Result<(), CommitError>) {
         if result.is_ok() {
             self.committed.extend(c.offsets);
+            self.auto_commit_warned = false;
+        } else if let (true, Err(e @ CommitError::Broker(_))) = (c.auto, &result) {
+            // Nobody awaits an automatic commit: a broker's refusal would go unseen, and
+            // the next one (the same offsets) may meet the same. Once an episode.
+            if !self.auto_commit_warned {
+                self.auto_commit_warned = true;
+                tracing::warn!(error = %e, "an automatic commit failed; the next one tries again");
+            }
         }
         // An automatic commit reports nothing: a failed one is retried by the next.
         if !c.auto && !c.reported {
