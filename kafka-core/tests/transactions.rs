@@ -67,6 +67,8 @@ struct Cluster {
     /// transaction version 2 broker does while the previous transaction's markers are being
     /// written.
     concurrent: usize,
+    /// The next Produce partition is refused with this (not retriable) error.
+    refuse: Option<ErrorCode>,
 }
 
 fn node_addr(node: i32) -> HostPort {
@@ -236,6 +238,9 @@ impl Cluster {
                         };
                         match self.fenced(&id, batch.producer_id, batch.producer_epoch) {
                             Some(e) => resp.error_code = err(e),
+                            None if self.refuse.is_some() => {
+                                resp.error_code = err(self.refuse.take().expect("checked"));
+                            }
                             None if self.concurrent > 0 => {
                                 self.concurrent -= 1;
                                 resp.error_code = err(ErrorCode::ConcurrentTransactions);
@@ -614,6 +619,47 @@ fn an_abort_fails_the_unsent_records_and_hides_the_sent_ones() {
     let cl = c.lock().unwrap();
     let seen: Vec<String> = cl.committed.values().flatten().cloned().collect();
     assert_eq!(seen, ["next"]);
+}
+
+/// Once a record of the transaction failed (it can only abort now), records still waiting in
+/// the accumulator fail at once as aborted and not sent, as Java's sender fails them, instead
+/// of sitting out `delivery.timeout.ms` (librdkafka's mock cluster: a minute's wait).
+#[test]
+fn records_of_a_transaction_that_can_only_abort_fail_at_once() {
+    let c = cluster();
+    c.lock().unwrap().refuse = Some(ErrorCode::InvalidRecord);
+    let mut h = Harness::new(&c, &[("linger.ms", "60000")]);
+    h.init();
+    h.p.begin_transaction().unwrap();
+    let on = |partition: i32, v: &str| {
+        let mut r = ProducerRecord::new("t", v.to_owned(), 1_700_000_000_000);
+        r.partition = Some(partition);
+        r
+    };
+    let refused = h.p.send(on(0, "refused"), h.now).unwrap();
+    h.p.flush(h.now);
+    // Partition 0 is being added (the coordinator is 3 ms away); a record for partition 1
+    // waits in a batch that lingers for a minute.
+    h.ms(1);
+    let waiting = h.p.send(on(1, "waiting"), h.now).unwrap();
+    h.ms(100);
+    assert!(
+        matches!(h.outcome(refused), Some(Outcome::Failed { .. })),
+        "{:?}",
+        h.outcome(refused)
+    );
+    assert_eq!(
+        h.outcome(waiting),
+        Some(&Outcome::Failed {
+            error: DeliveryError::TransactionAborted,
+            certainty: Certainty::NotSent
+        }),
+        "within 100 ms of the failure, not at delivery.timeout.ms"
+    );
+    let abort = h.p.abort_transaction(h.now);
+    h.ms(20);
+    assert_eq!(h.result(abort), Some(Ok(())), "{:?}", h.events);
+    assert!(c.lock().unwrap().committed.is_empty());
 }
 
 #[test]
