@@ -24,6 +24,8 @@ struct Harness {
     factory: Factory,
     log: Vec<Transmit>,
     events: Vec<NetEvent<u32>>,
+    /// Addresses whose connects never complete (a vanished host).
+    hang: std::collections::BTreeSet<String>,
 }
 
 fn cfg(seed: u64) -> NetConfig {
@@ -39,6 +41,7 @@ fn cfg(seed: u64) -> NetConfig {
         security: Default::default(),
         metrics_window: Default::default(),
         metrics_push: true,
+        rebootstrap: true,
     }
 }
 
@@ -64,6 +67,7 @@ impl Harness {
             factory,
             log: Vec::new(),
             events: Vec::new(),
+            hang: Default::default(),
         }
     }
 
@@ -71,6 +75,7 @@ impl Harness {
         while let Some(t) = self.net.poll_transmit() {
             self.log.push(t.clone());
             match t {
+                Transmit::Connect { addr, .. } if self.hang.contains(&addr.to_string()) => {}
                 Transmit::Connect { conn, addr } => match (self.factory)(&addr) {
                     Some(b) => {
                         self.brokers.insert(conn, b);
@@ -378,11 +383,74 @@ fn connection_setup_timeout_counts_as_a_failure() {
     let Transmit::Connect { conn, .. } = t else {
         panic!("{t:?}")
     };
+    // First the client's own wake-up after a second (to try another node, were there one).
+    let patience = h.net.poll_timeout().unwrap();
+    assert_eq!(patience, Instant::from_millis(1000));
+    h.advance_to(patience);
+    assert!(h.closes().is_empty());
     let deadline = h.net.poll_timeout().unwrap();
     let ms = deadline.as_nanos() / 1_000_000;
     assert!((8_000..=12_000).contains(&ms), "{ms}");
     h.advance_to(deadline);
     assert_eq!(h.closes(), [conn]);
+}
+
+/// The last metadata named one broker (the others were down then), and it vanished: its
+/// connects hang until the setup timeout. The client does not wait that out: after a second it
+/// starts over from bootstrap.servers and reaches a broker that came back (KIP-899's
+/// rebootstrap, Java 4.x's default; found by the simulation, seeds 466 and 1277).
+#[test]
+fn a_client_whose_known_brokers_all_vanished_starts_over_from_bootstrap() {
+    let mut h = Harness::new(
+        1,
+        &["a:1", "b:2"],
+        Box::new(|_| Some(ScriptedBroker::new(metadata_ok))),
+    );
+    h.hang.insert("b:2".into());
+    h.net.update_nodes([(2, hp("b:2"))], h.now);
+    assert!(h.net.least_loaded(h.now).is_none());
+    h.pump();
+    assert_eq!(h.connects().len(), 1, "{:?}", h.connects());
+    // Nothing answers; the client's own timer brings it back after a second.
+    let wake = h.net.poll_timeout().expect("a wake-up");
+    assert!(wake <= Instant::from_millis(1000), "{wake:?}");
+    h.advance_to(wake);
+    let mut got = None;
+    for _ in 0..4 {
+        got = h.net.least_loaded(h.now);
+        if got.is_some() {
+            break;
+        }
+        h.pump();
+    }
+    assert!(got.is_some(), "{:?}", h.connects());
+    assert_eq!(h.connects().last().unwrap().1, "a:1");
+    assert!(
+        h.now < Instant::from_millis(2000),
+        "well before the 10 s setup timeout"
+    );
+
+    // With metadata.recovery.strategy=none it waits on the known broker.
+    let mut c = cfg(1);
+    c.rebootstrap = false;
+    let mut h2 = Harness::new(
+        1,
+        &["a:1", "b:2"],
+        Box::new(|_| Some(ScriptedBroker::new(metadata_ok))),
+    );
+    h2.net = Network::new(c, vec![hp("a:1"), hp("b:2")]);
+    h2.hang.insert("b:2".into());
+    h2.net.update_nodes([(2, hp("b:2"))], h2.now);
+    assert!(h2.net.least_loaded(h2.now).is_none());
+    h2.pump();
+    h2.advance_to(Instant::from_millis(1500));
+    assert!(h2.net.least_loaded(h2.now).is_none());
+    h2.pump();
+    assert!(
+        h2.connects().iter().all(|c| c.1 == "b:2"),
+        "{:?}",
+        h2.connects()
+    );
 }
 
 #[test]

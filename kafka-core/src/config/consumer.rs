@@ -165,6 +165,9 @@ config_table! {
         reconnect_backoff: Duration = "reconnect.backoff.ms", "50", parse::millis(0);
         /// `reconnect.backoff.max.ms`.
         reconnect_backoff_max: Duration = "reconnect.backoff.max.ms", "1000", parse::millis(0);
+        /// `metadata.recovery.strategy`: with `rebootstrap` (Java 4.x's default), a client that
+        /// can reach none of the brokers it knows goes back to `bootstrap.servers` (KIP-899).
+        metadata_recovery_strategy: super::producer::MetadataRecoveryStrategy = "metadata.recovery.strategy", "rebootstrap", super::producer::MetadataRecoveryStrategy::parse;
         /// `socket.connection.setup.timeout.ms`.
         connection_setup_timeout: Duration = "socket.connection.setup.timeout.ms", "10000", parse::millis(0);
         /// `socket.connection.setup.timeout.max.ms`.

@@ -55,7 +55,7 @@ pub enum MetadataRecoveryStrategy {
 }
 
 impl MetadataRecoveryStrategy {
-    fn parse(key: &'static str, v: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn parse(key: &'static str, v: &str) -> Result<Self, ConfigError> {
         match v.trim() {
             "none" => Ok(MetadataRecoveryStrategy::None),
             "rebootstrap" => Ok(MetadataRecoveryStrategy::Rebootstrap),

@@ -30,6 +30,9 @@ pub struct NetConfig {
     pub metrics_window: crate::metrics::Window,
     /// `enable.metrics.push` (KIP-714).
     pub metrics_push: bool,
+    /// `metadata.recovery.strategy=rebootstrap`: when no known broker can be reached,
+    /// [`super::Network::least_loaded`] goes back to `bootstrap.servers`.
+    pub rebootstrap: bool,
 }
 
 impl NetConfig {
@@ -48,6 +51,8 @@ impl NetConfig {
             security: c.security.clone(),
             metrics_window: c.metrics.window,
             metrics_push: c.metrics.push,
+            rebootstrap: c.metadata_recovery_strategy
+                == crate::config::MetadataRecoveryStrategy::Rebootstrap,
         }
     }
 
@@ -65,6 +70,8 @@ impl NetConfig {
             security: c.security.clone(),
             metrics_window: c.metrics.window,
             metrics_push: c.metrics.push,
+            rebootstrap: c.metadata_recovery_strategy
+                == crate::config::MetadataRecoveryStrategy::Rebootstrap,
         }
     }
 
@@ -82,6 +89,8 @@ impl NetConfig {
             security: c.security.clone(),
             metrics_window: c.metrics.window,
             metrics_push: c.metrics.push,
+            rebootstrap: c.metadata_recovery_strategy
+                == crate::config::MetadataRecoveryStrategy::Rebootstrap,
         }
     }
 }

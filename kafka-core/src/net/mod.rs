@@ -98,6 +98,10 @@ const SOFTWARE_NAME: &str = "kafka-rs";
 /// Consecutive failures to reach an address after which an outage is worth a warning.
 const WARN_AFTER_FAILURES: u32 = 3;
 
+/// How long a metadata request waits on a connection being set up before another node is
+/// tried too (see [`Network::least_loaded`]).
+const CONNECT_PATIENCE: Duration = Duration::from_secs(1);
+
 /// The connection manager. `T` is the caller's tag for matching responses to its requests.
 #[derive(Debug)]
 pub struct Network<T> {
@@ -118,6 +122,8 @@ pub struct Network<T> {
     frame_hint: Vec<usize>,
     /// The last connection problem, and when, for errors and timeouts to name.
     last_problem: Option<(String, Instant)>,
+    /// When a connection least_loaded waits on has been on its way for CONNECT_PATIENCE.
+    patience_wake: Option<Instant>,
     /// A connection to a known node failed since [`Network::take_node_failure`] last said.
     node_failed: bool,
     /// Nodes whose coordinator connection failed or closed since
@@ -168,6 +174,7 @@ impl<T> Network<T> {
             events: VecDeque::new(),
             frame_hint: Vec::new(),
             last_problem: None,
+            patience_wake: None,
             node_failed: false,
             coordinator_failed: Default::default(),
             auth_failure: None,
@@ -281,12 +288,23 @@ impl<T> Network<T> {
         if best.is_some() {
             return best;
         }
-        if self
+        // A connection on its way is waited for while young: a live broker answers a connect
+        // within milliseconds, a vanished one (a pulled cable, a frozen host) never, and its
+        // connect hangs until socket.connection.setup.timeout.ms (10-30 s) while every
+        // metadata request waits on it. After CONNECT_PATIENCE another node is tried too
+        // (found by the simulation: clients waited on a vanished broker for 50 s, seeds 466
+        // and 1277).
+        let patience = self
             .conns
             .values()
-            .any(|c| c.state != State::Ready && !c.close_when_idle)
-        {
-            return None; // one is on its way
+            .filter(|c| c.state != State::Ready && !c.close_when_idle)
+            .map(|c| c.last_active + CONNECT_PATIENCE)
+            .filter(|t| *t > now)
+            .min();
+        if patience.is_some() {
+            // One is on its way; if it is still on its way then, another node is tried.
+            self.patience_wake = patience;
+            return None;
         }
         let mut candidates: Vec<NodeId> = self
             .nodes
@@ -300,13 +318,56 @@ impl<T> Network<T> {
             let node = candidates.swap_remove(self.rng.below(candidates.len() as u64) as usize);
             let addr = self.nodes[&node].clone();
             self.connect(addr, Peer::Node(node, Purpose::Data), now);
-        } else if self.nodes.is_empty() && !self.bootstrap.is_empty() {
-            let addr = self.bootstrap[self.bootstrap_next % self.bootstrap.len()].clone();
-            if self.may_connect(&addr, now) {
-                self.connect(addr, Peer::Bootstrap, now);
-            }
+            self.patience_wake = Some(now + CONNECT_PATIENCE);
+            return None;
+        }
+        if self.cfg.rebootstrap && !self.nodes.is_empty() && self.none_reachable(now) {
+            // KIP-899, as Java 4.x by default: the brokers the last metadata named are all
+            // out of reach (say it named one broker, the others being down then, and that one
+            // vanished): the bootstrap list may lead to the ones that came back (found by the
+            // simulation: every client of seeds 466 and 1277 waited on a vanished broker).
+            tracing::info!(
+                "none of the known brokers can be reached; starting over from bootstrap.servers (metadata.recovery.strategy=rebootstrap)"
+            );
+            self.rebootstrap();
+        }
+        if self.nodes.is_empty() && !self.bootstrap.is_empty() {
+            self.connect_bootstrap(now);
         }
         None
+    }
+
+    /// Whether every known node is out of reach: no connection to it ready, and one on its
+    /// way for longer than CONNECT_PATIENCE or a reconnect backoff to wait.
+    fn none_reachable(&self, now: Instant) -> bool {
+        self.nodes.iter().all(|(n, addr)| {
+            let ready = self
+                .conns
+                .values()
+                .any(|c| c.state == State::Ready && c.node() == Some(*n));
+            let pending = self.by_node.contains_key(&(*n, Purpose::Data));
+            !ready && (pending || !self.may_connect(addr, now))
+        })
+    }
+
+    /// Connects to the next bootstrap address that may be tried and has no connection on
+    /// its way.
+    fn connect_bootstrap(&mut self, now: Instant) {
+        let n = self.bootstrap.len();
+        for k in 0..n {
+            let i = (self.bootstrap_next + k) % n;
+            let addr = self.bootstrap[i].clone();
+            let busy = self
+                .conns
+                .values()
+                .any(|c| c.addr == addr && c.state != State::Ready);
+            if !busy && self.may_connect(&addr, now) {
+                self.bootstrap_next = i;
+                self.connect(addr, Peer::Bootstrap, now);
+                self.patience_wake = Some(now + CONNECT_PATIENCE);
+                return;
+            }
+        }
     }
 
     /// Sends a request on a ready connection at the highest version both sides speak.
@@ -984,6 +1045,8 @@ impl<T> Network<T> {
 
     /// Expires connection setups, requests and idle connections, and lifts throttles.
     pub fn handle_timeout(&mut self, now: Instant) {
+        // Past: the caller's drive, which follows, asks least_loaded again.
+        self.patience_wake = self.patience_wake.filter(|t| *t > now);
         let ids: Vec<ConnId> = self.conns.keys().copied().collect();
         for id in ids {
             let c = &self.conns[&id];
@@ -1045,7 +1108,15 @@ impl<T> Network<T> {
             .values()
             .filter_map(|c| c.next_deadline(self.cfg.max_idle));
         let retries = self.failures.values().filter_map(|f| f.retry_at);
-        conns.chain(retries).chain(self.telemetry_deadline()).min()
+        conns
+            .chain(retries)
+            .chain(self.telemetry_deadline())
+            // Only while a connection is still on its way (a refused one left nothing to wait on).
+            .chain(
+                self.patience_wake
+                    .filter(|_| self.conns.values().any(|c| c.state != State::Ready)),
+            )
+            .min()
     }
 
     /// Whether a network action waits for the adapter.
