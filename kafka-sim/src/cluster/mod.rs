@@ -851,6 +851,12 @@ impl SimCluster {
         self.coordinator_node
     }
 
+    /// A partition's in-sync replicas.
+    pub fn isr(&self, topic: &str, partition: i32) -> Vec<i32> {
+        self.partition(topic, partition)
+            .map_or(Vec::new(), |p| p.isr.iter().copied().collect())
+    }
+
     /// The brokers that are up.
     pub fn up_brokers(&self) -> Vec<i32> {
         self.up.iter().copied().collect()

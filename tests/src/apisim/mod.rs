@@ -335,7 +335,7 @@ impl Run {
             }
             // Not modelled here yet: SimRuntime runs every task whenever it is due. The core
             // simulation stalls its producers (`World::stall`).
-            Fault::StallProducer(..) => {}
+            Fault::StallProducer(..) | Fault::Vanish => {}
         }
     }
 

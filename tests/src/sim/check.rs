@@ -156,7 +156,10 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     for _ in 0..2 {
         add_member(w, &mut members, seed, &ledger);
     }
-    let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END));
+    // A quarter of the seeds lose the group coordinator's broker for good after the faults
+    // (drawn apart from the schedule, which stays as it was).
+    let vanish = opts.faults && (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 62) == 0;
+    let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END)).vanish_after(vanish);
     let mut report = Report::default();
     let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
     let mut same_time = 0u32;
@@ -201,7 +204,7 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
         check_commits(w, &ledger, &mut committed)?;
         if now >= next_settle_check {
             next_settle_check = now + Duration::from_millis(100);
-            if now >= at(FAULTS_END) && settled(w, &ledger) {
+            if now >= at(FAULTS_END) && faults.next_at().is_none() && settled(w, &ledger) {
                 break;
             }
         }
@@ -256,6 +259,26 @@ fn apply(
             w.net.blackhole(n);
         }
         Fault::Fence(n) => w.cluster.crash(n),
+        Fault::Vanish => {
+            // Only where the two others can go on: every partition has another in-sync
+            // replica up.
+            let up = w.cluster.up_brokers();
+            let n = w.cluster.group_coordinator().filter(|n| {
+                up.len() == 3
+                    && (0..PARTITIONS).all(|p| {
+                        w.cluster
+                            .isr("t", p)
+                            .iter()
+                            .any(|r| r != n && up.contains(r))
+                    })
+            });
+            if let Some(n) = n {
+                c.broker_vanish += 1;
+                w.note(|| format!("broker {n} (the group coordinator) vanishes for good"));
+                w.net.blackhole(n);
+                w.cluster.crash(n);
+            }
+        }
         Fault::Heal(n) => {
             w.net.heal(n);
             w.cluster.restart(n);
@@ -410,6 +433,15 @@ fn unsettled(w: &World, ledger: &Rc<RefCell<Ledger>>) -> String {
         }
     }
     why.extend(unread(&w.cluster, &ledger.borrow().handed));
+    // The members auto-commit what they were handed: the group's offsets reach the ends (a
+    // member that lost its coordinator must find the next one).
+    for p in 0..PARTITIONS {
+        let hw = w.cluster.high_watermark("t", p);
+        let committed = w.cluster.committed_offset("g", "t", p).map_or(0, |c| c.0);
+        if committed < hw {
+            why.push(format!("t-{p}: committed {committed}, high watermark {hw}"));
+        }
+    }
     why.join("; ")
 }
 

@@ -19,6 +19,8 @@ pub struct FaultCounts {
     pub broker_partition: u64,
     /// Brokers black-holed (gone without closing a connection, fenced a while later).
     pub broker_blackhole: u64,
+    /// Group coordinators' brokers gone for good after the faults.
+    pub broker_vanish: u64,
     /// Leader moves.
     pub leader_move: u64,
     /// Coordinator moves.
@@ -47,6 +49,7 @@ impl FaultCounts {
         self.broker_crash += o.broker_crash;
         self.broker_partition += o.broker_partition;
         self.broker_blackhole += o.broker_blackhole;
+        self.broker_vanish += o.broker_vanish;
         self.leader_move += o.leader_move;
         self.coordinator_move += o.coordinator_move;
         self.conn_reset += o.conn_reset;
@@ -65,6 +68,7 @@ impl FaultCounts {
             ("broker crash", self.broker_crash),
             ("broker partition", self.broker_partition),
             ("broker black hole", self.broker_blackhole),
+            ("broker vanished", self.broker_vanish),
             ("leader move", self.leader_move),
             ("coordinator move", self.coordinator_move),
             ("connection reset", self.conn_reset),
@@ -99,6 +103,9 @@ pub enum Fault {
     Blackhole(i32),
     /// ...until the controller fences it (its session expired): leaders and coordinators move.
     Fence(i32),
+    /// A second after the faults end, the group coordinator's broker vanishes for good (a
+    /// black hole, fenced at once): the run must settle on the two others.
+    Vanish,
     /// Move a partition's leader.
     MoveLeader(i32),
     /// Move the group coordinator.
@@ -130,6 +137,8 @@ pub struct Faults {
     recoveries: Vec<(Instant, Fault)>,
     /// Brokers down or partitioned.
     out: Vec<i32>,
+    /// Whether [`Fault::Vanish`] follows the faulty phase.
+    vanish: bool,
 }
 
 impl Faults {
@@ -144,7 +153,14 @@ impl Faults {
             end,
             recoveries: Vec::new(),
             out: Vec::new(),
+            vanish: false,
         }
+    }
+
+    /// With `vanish`, [`Fault::Vanish`] comes a second after the faulty phase.
+    pub fn vanish_after(mut self, vanish: bool) -> Self {
+        self.vanish = vanish;
+        self
     }
 
     /// When the next fault or recovery is due.
@@ -223,10 +239,16 @@ impl Faults {
         self.enabled = false;
         self.out.clear();
         // A fence not yet due would take a broker down for good after its heal.
-        self.recoveries
+        let now: Vec<Fault> = self
+            .recoveries
             .drain(..)
             .map(|r| r.1)
             .filter(|f| !matches!(f, Fault::Fence(_)))
-            .collect()
+            .collect();
+        if std::mem::take(&mut self.vanish) {
+            self.recoveries
+                .push((self.end + Duration::from_secs(1), Fault::Vanish));
+        }
+        now
     }
 }
