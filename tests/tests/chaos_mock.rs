@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use kafka_tokio::{Admin, Consumer, OffsetSpec, Producer, Record, StartFrom};
 use rdkafka::mocking::{MockCluster, MockCoordinator};
+use rdkafka::producer::DefaultProducerContext;
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
 
 const PARTS: i32 = 6;
@@ -64,7 +65,9 @@ struct Counts {
     heal_to_caught_up: Duration,
 }
 
-fn run(seed: u64, chaos: Duration, transactional: bool) -> Result<Counts, String> {
+/// The mock cluster of every test here: 3 brokers, topic "chaos" with its leaders spread
+/// (where `inflict` puts them back at the heal); and its bootstrap list.
+fn chaos_cluster() -> Result<(MockCluster<'static, DefaultProducerContext>, String), String> {
     let mock = MockCluster::new(3).map_err(|e| e.to_string())?;
     let bootstrap = mock.bootstrap_servers();
     mock.create_topic("chaos", PARTS, 3)
@@ -72,11 +75,12 @@ fn run(seed: u64, chaos: Duration, transactional: bool) -> Result<Counts, String
     for p in 0..PARTS {
         mock.partition_leader("chaos", p, Some(1 + p % 3)).unwrap();
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    Ok((mock, bootstrap))
+}
+
+fn run(seed: u64, chaos: Duration, transactional: bool) -> Result<Counts, String> {
+    let (mock, bootstrap) = chaos_cluster()?;
+    let rt = tests::tokio_runtime();
     let mut dice = Dice(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut counts = Counts::default();
     rt.block_on(async {
@@ -189,7 +193,7 @@ fn run(seed: u64, chaos: Duration, transactional: bool) -> Result<Counts, String
 /// moves now and then, and errors are injected into the group's and the admin client's
 /// requests. Then everything heals: every broker up, leaders back, no delay, no errors left.
 async fn inflict(
-    mock: &MockCluster<'_, rdkafka::producer::DefaultProducerContext>,
+    mock: &MockCluster<'_, DefaultProducerContext>,
     dice: &mut Dice,
     chaos: Duration,
     counts: &mut Counts,
@@ -334,13 +338,7 @@ async fn inflict(
 /// `default.api.timeout.ms` (Ok or a typed error); committed offsets never move back; after the
 /// heal the member reads every record and the group's committed offsets reach the log ends.
 fn run_group(seed: u64, chaos: Duration) -> Result<Counts, String> {
-    let mock = MockCluster::new(3).map_err(|e| e.to_string())?;
-    let bootstrap = mock.bootstrap_servers();
-    mock.create_topic("chaos", PARTS, 3)
-        .map_err(|e| e.to_string())?;
-    for p in 0..PARTS {
-        mock.partition_leader("chaos", p, Some(1 + p % 3)).unwrap();
-    }
+    let (mock, bootstrap) = chaos_cluster()?;
     const GROUP: &str = "chaos-g";
     mock.coordinator(MockCoordinator::Group(GROUP.into()), 1)
         .unwrap();
