@@ -273,6 +273,26 @@ fn the_producer_pushes_the_subscribed_metrics_to_the_broker() {
             )
             .await
             .expect("the client-metrics subscription is set through the admin API");
+        // The controller acknowledges the change before the broker applies it: a producer
+        // that asked in between would get an empty subscription and, as Java's does, ask
+        // again only after the broker's default interval (5 minutes). CI failed on this.
+        let resource = ConfigResource::ClientMetrics("kafka-rs-producers".into());
+        let start = Instant::now();
+        loop {
+            let entries = admin.describe_configs(resource.clone()).await;
+            let applied = entries.as_ref().is_ok_and(|e| {
+                e.iter()
+                    .any(|c| c.name == "interval.ms" && c.value.as_deref() == Some("500"))
+            });
+            if applied {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the broker never showed the subscription: {entries:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let pushing = Producer::from_map([
             ("bootstrap.servers", bootstrap.as_str()),
             ("client.id", "telemetry-on"),
