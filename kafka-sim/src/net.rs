@@ -377,7 +377,13 @@ impl SimNet {
 
     /// The next delivery due at `now`, in order.
     pub fn poll(&mut self, now: SimTime) -> Option<Delivery> {
-        let d = loop {
+        self.poll_due(now).map(|(_, d)| d)
+    }
+
+    /// The next delivery due at `now`, in order, with the time it was due: earlier than
+    /// `now` when a black hole held it.
+    pub fn poll_due(&mut self, now: SimTime) -> Option<(SimTime, Delivery)> {
+        let (due, d) = loop {
             let (&key, _) = self.queue.iter().next()?;
             if key.0 > now {
                 return None;
@@ -385,7 +391,7 @@ impl SimNet {
             let d = self.queue.remove(&key).expect("found");
             match self.node_of(&d) {
                 Some(node) if self.blackholed.contains(&node) => self.held.push((key, d)),
-                _ => break d,
+                _ => break (key.0, d),
             }
         };
         match &d {
@@ -400,7 +406,7 @@ impl SimNet {
             }
             _ => {}
         }
-        Some(d)
+        Some((due, d))
     }
 
     /// What was injected so far.

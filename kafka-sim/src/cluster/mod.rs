@@ -158,6 +158,10 @@ pub struct ClusterStats {
     /// Connections closed for a request after their SASL session ended (a client that did
     /// not re-authenticate in time).
     pub expired_sessions: u64,
+    /// Connections closed for a request after their SASL session ended that the client
+    /// sent in time: the network (a black hole) held it past the session's end. Kafka closes
+    /// those too; no client can help it.
+    pub late_expired_sessions: u64,
     /// Connections closed for a request before authentication.
     pub unauthenticated: u64,
     /// Re-authentications refused for coming within a second of the last.
@@ -177,6 +181,8 @@ pub struct ClusterStats {
 pub struct SimCluster {
     cfg: ClusterConfig,
     now: SimTime,
+    /// When the bytes being received were due (see [`SimCluster::receive_due`]).
+    due: SimTime,
     up: BTreeSet<i32>,
     topics: BTreeMap<String, (Uuid, Vec<Partition>)>,
     conns: BTreeMap<ConnKey, Conn>,
@@ -241,6 +247,7 @@ impl SimCluster {
             txn: txn::Transactions::default(),
             cfg,
             now: SimTime::ZERO,
+            due: SimTime::ZERO,
             topics,
             conns: BTreeMap::new(),
             out: VecDeque::new(),
@@ -316,6 +323,14 @@ impl SimCluster {
 
     /// Bytes from the client on a connection.
     pub fn receive(&mut self, conn: ConnKey, data: &[u8], now: SimTime) {
+        self.receive_due(conn, data, now, now);
+    }
+
+    /// Bytes the network delivered at `now` that were due at `due` (earlier when the
+    /// network held them): a session counts as the client's fault to have lapsed only if it
+    /// ended before the request was due.
+    pub fn receive_due(&mut self, conn: ConnKey, data: &[u8], due: SimTime, now: SimTime) {
+        self.due = due.min(now);
         self.now = self.now.max(now);
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
@@ -513,8 +528,12 @@ impl SimCluster {
             }
             _ => match &c.auth {
                 Auth::Done { expires, .. } if expires.is_none_or(|e| e > now) => None,
-                Auth::Done { .. } => {
-                    self.stats.expired_sessions += 1;
+                Auth::Done { expires, .. } => {
+                    if expires.is_some_and(|e| e > self.due) {
+                        self.stats.late_expired_sessions += 1;
+                    } else {
+                        self.stats.expired_sessions += 1;
+                    }
                     self.close(slot.0);
                     Some(Answer::None)
                 }

@@ -250,8 +250,8 @@ impl Sim {
         self.env.exec.advance(to);
         let t = self.env.sim_now();
         let mut wire = self.env.wire.borrow_mut();
-        while let Some(d) = wire.net.poll(t) {
-            wire.deliver(d, t);
+        while let Some((due, d)) = wire.net.poll_due(t) {
+            wire.deliver(d, due, t);
         }
         wire.cluster.advance(t);
         wire.drain_cluster(t);

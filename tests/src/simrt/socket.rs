@@ -101,8 +101,8 @@ impl Wire {
         key
     }
 
-    /// Delivers one thing the network delivered.
-    pub fn deliver(&mut self, d: Delivery, now: SimTime) {
+    /// Delivers one thing the network delivered at `now`, that was due at `due`.
+    pub fn deliver(&mut self, d: Delivery, due: SimTime, now: SimTime) {
         match d {
             Delivery::Connected(k, node) => {
                 let wanted = self
@@ -135,8 +135,14 @@ impl Wire {
                 }
             }
             Delivery::ToBroker(k, bytes) => {
-                self.log.push(format!("{k} -> broker {} B", bytes.len()));
-                self.cluster.receive(k, &bytes, now);
+                let held = if due < now {
+                    format!(" (due at {due:?}: held)")
+                } else {
+                    String::new()
+                };
+                self.log
+                    .push(format!("{k} -> broker {} B{held}", bytes.len()));
+                self.cluster.receive_due(k, &bytes, due, now);
             }
             Delivery::ToClient(k, bytes) => {
                 self.log.push(format!("broker -> {k} {} B", bytes.len()));
