@@ -216,7 +216,7 @@ impl SimCluster {
     }
 
     /// Whether the partition's leader is not ready for Produce yet. The first Produce of each
-    /// leader epoch starts a moment (none for half of them, else up to 40 ms, fixed by the
+    /// leader epoch starts a moment (none for half of them, else 20 µs to 40 ms, fixed by the
     /// seed, the partition and the epoch) in which it is refused.
     fn leader_warming(&mut self, topic: &str, partition: i32) -> bool {
         if !self.warmups {
@@ -234,12 +234,16 @@ impl SimCluster {
                 for x in [partition as u64, epoch as u64, topic.len() as u64] {
                     h = (h ^ x).wrapping_mul(0x100_0000_01b3).rotate_left(17);
                 }
-                let ms = if h.is_multiple_of(2) {
+                // Log-uniform from 20 µs to 40 ms: a window that ends while the first
+                // batch's refusal is on its way back (under a round trip) must be common, for
+                // a later batch to land first (defect 0 of #33).
+                let us = if h.is_multiple_of(2) {
                     0
                 } else {
-                    (h >> 8) % 40
+                    let unit = ((h >> 11) % 1_000_000) as f64 / 1_000_000.0;
+                    (20.0 * 2000f64.powf(unit)) as u64
                 };
-                let until = now + SimTime::from_millis(ms);
+                let until = now + SimTime::from_micros(us);
                 self.warming.insert(key, (epoch, until));
                 now < until
             }

@@ -67,6 +67,10 @@ pub struct ProducerApp {
     next_send: Option<Instant>,
     stop_at: Instant,
     n: u64,
+    /// Records still to send back to back: a burst fills several batches of a partition at
+    /// once, so they are in flight together (as a perf tool's are right after the topic was
+    /// created, defect 0 of #33).
+    burst: u32,
     held: Option<(ProducerRecord, u64)>,
     /// Token -> (record number, size, when the producer took it).
     tokens: BTreeMap<u64, (u64, usize, Instant)>,
@@ -183,6 +187,12 @@ impl ProducerApp {
             next_send: Some(Instant::from_millis(10)),
             stop_at,
             n: 0,
+            // Half of the seeds start with a burst, while the leaders may still be warming.
+            burst: if (seed >> 3).is_multiple_of(2) {
+                BURST
+            } else {
+                0
+            },
             held: None,
             tokens: BTreeMap::new(),
             unresolved: 0,
@@ -224,7 +234,16 @@ impl ProducerApp {
             .get_mut(&self.id)
             .expect("made in new")
             .insert(n, (value.clone(), None));
-        self.next_send = Some(now + Duration::from_micros(200 + self.dice.below(3000)));
+        if self.burst == 0 && self.dice.below(500) == 0 {
+            self.burst = BURST;
+        }
+        let gap = if self.burst > 0 {
+            self.burst -= 1;
+            Duration::ZERO
+        } else {
+            Duration::from_micros(200 + self.dice.below(3000))
+        };
+        self.next_send = Some(now + gap);
         self.send(ProducerRecord::new("t", value, 1_700_000_000_000), n, now)
     }
 
@@ -307,6 +326,10 @@ impl ProducerApp {
         self.next_send.is_none() && self.held.is_none() && self.tokens.is_empty()
     }
 }
+
+/// The length of a producer's burst: about 5 batches of `batch.size` across the 3 partitions,
+/// within `buffer.memory`.
+const BURST: u32 = 200;
 
 /// A consumer-group member.
 pub struct ConsumerApp {
