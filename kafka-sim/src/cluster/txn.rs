@@ -26,7 +26,6 @@ use kafka_proto::messages::txn_offset_commit_request::TxnOffsetCommitRequest;
 use super::{SimCluster, SimTime};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const NOT_ENOUGH_REPLICAS: i16 = 19;
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_TXN_STATE: i16 = 48;
 const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
@@ -329,9 +328,10 @@ impl SimCluster {
         }
         match t.state {
             TxnState::Ongoing if t.partitions.contains(&tp) => Ok(()),
-            // The previous transaction's markers are still going down: Kafka's leader retries
-            // the add for a while, then answers a retriable error (NOT_ENOUGH_REPLICAS).
-            TxnState::Preparing(_) if tv2 => Err(NOT_ENOUGH_REPLICAS),
+            // The previous transaction's markers are still going down: Kafka 4.4's leader
+            // answers the coordinator's CONCURRENT_TRANSACTIONS to a version 12+ Produce (seen
+            // on Kafka 4.4, #33's defect 2), which Java 4.x's producer retries.
+            TxnState::Preparing(_) if tv2 => Err(CONCURRENT_TRANSACTIONS),
             _ if tv2 => {
                 Self::begin(t, now);
                 t.partitions.insert(tp);

@@ -322,6 +322,14 @@ pub async fn member(slot: usize, seed: u64, ctl: Rc<MemberCtl>, shared: Shared) 
         };
         let result = match result {
             Err(TransactionError::Abortable { cause }) => {
+                if let Some(code) = retriable_rejection(&cause) {
+                    // The producer retries what Java's does until its delivery timeout: a
+                    // retriable answer must never fail a record at once (#33's defect 2).
+                    shared.borrow_mut().fail(format!(
+                        "{who}: a record failed at once on error {code}, which Java 4.x \
+                         retries: {cause}"
+                    ));
+                }
                 shared
                     .borrow_mut()
                     .notes
@@ -357,6 +365,22 @@ pub async fn member(slot: usize, seed: u64, ctl: Rc<MemberCtl>, shared: Shared) 
     producer.close(Duration::from_secs(5)).await;
     shared.borrow_mut().notes.push(format!("{who}: ends"));
     ctl.finished.set(true);
+}
+
+/// The error code of a broker's rejection named in `cause` ("the broker rejected the record:
+/// NAME (CODE)"), if Java 4.x's exception for it is retriable (Apache Kafka's own list,
+/// `kafka-proto/tests/java_error_codes.txt`).
+fn retriable_rejection(cause: &str) -> Option<i16> {
+    const JAVA: &str = include_str!("../../../kafka-proto/tests/java_error_codes.txt");
+    let rest = cause.split("the broker rejected the record: ").nth(1)?;
+    let code: i16 = rest.split('(').nth(1)?.split(')').next()?.parse().ok()?;
+    JAVA.lines()
+        .filter(|l| !l.starts_with('#'))
+        .any(|l| {
+            let mut f = l.split_whitespace();
+            f.next() == Some(&code.to_string()) && f.nth(1) == Some("true")
+        })
+        .then_some(code)
 }
 
 /// A producer whose odd transactions abort: `rounds` transactions of 5 records each.
