@@ -275,6 +275,14 @@ mod regressions {
         seed(1925);
     }
 
+    /// A request sent while the SASL session was valid, held by a black hole until after it
+    /// ended: the broker closes the connection on receipt, as Kafka does, and the client
+    /// reconnects; the simulation had blamed the client for re-authenticating late.
+    #[test]
+    fn seed_723_a_request_held_past_the_session_end_is_not_a_late_reauthentication() {
+        seed(723);
+    }
+
     /// The admin client spun: an operation whose retry time had passed while it waited for
     /// a connection kept that time as its next wake-up (kafka-core admin; 137 of the first
     /// 57,477 seeds of the 100,000-seed sweep live-locked on it).
