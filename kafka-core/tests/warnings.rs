@@ -90,7 +90,7 @@ fn a_broker_that_stays_down_is_one_warning() {
 fn auto_commit_answered(o: &mut Offsets, offset: i64, error: i16, now: &mut Instant) {
     let tp = ("t".to_string(), 0);
     o.consumed(&tp, offset, 0);
-    *now = *now + Duration::from_millis(500);
+    *now += Duration::from_millis(500);
     o.handle_timeout(*now, None);
     let Some(OffsetRequest::Commit(req)) = o.poll_request(Some((1, "m")), *now) else {
         panic!("an automatic commit is due");
