@@ -324,6 +324,86 @@ fn a_lost_coordinator_connection_finds_the_coordinator_again_at_once() {
     );
 }
 
+/// A `tracing` writer into a shared buffer.
+struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A coordinator out of reach is one warning however many lookups and connects fail while it
+/// is (librdkafka's mock showed five in 400 ms), and a new one once a coordinator answered.
+#[test]
+fn a_coordinator_out_of_reach_is_one_warning_an_episode() {
+    let logged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let into = logged.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(move || Log(into.clone()))
+        .with_ansi(false)
+        .finish();
+    let warnings = || {
+        String::from_utf8(logged.lock().unwrap().clone())
+            .unwrap()
+            .matches("lost the connection to the group coordinator")
+            .count()
+    };
+    // The client runs on this thread: a subscriber for it alone.
+    tracing::subscriber::with_default(subscriber, || {
+        let cluster = SingleBroker::new("broker", 9092, 1);
+        // Lookups go to the bootstrap connection, where Kafka answers them after the fetch
+        // long-polling there: a short wait makes many lookups and refused connects.
+        let settings = [
+            ("session.timeout.ms", "45000"),
+            ("fetch.max.wait.ms", "100"),
+        ];
+        let mut h = Harness::with(&cluster, "warned", &settings);
+        h.f.subscribe(vec!["t".into()], h.now).unwrap();
+        h.advance_to(Instant::from_millis(3000));
+        let lose = |h: &mut Harness| {
+            let coord = *h.connects.last().unwrap();
+            h.brokers.remove(&coord);
+            h.refuse = true;
+            let at = h.now;
+            h.f.handle_closed(coord, at);
+            h.pump();
+            let finds = h.sent.len();
+            h.advance_to(at + Duration::from_millis(3000));
+            assert!(h.sent.len() > finds, "looked up again: {:?}", h.sent);
+        };
+        lose(&mut h);
+        let refused = h.connects.len();
+        assert!(
+            refused > 4,
+            "lookups and refused connects: {}",
+            h.connects.len()
+        );
+        assert_eq!(
+            warnings(),
+            1,
+            "{}",
+            String::from_utf8_lossy(&logged.lock().unwrap())
+        );
+        // The coordinator is back and answers: the episode ends.
+        h.refuse = false;
+        let now = h.now;
+        h.advance_to(now + Duration::from_millis(3000));
+        assert!(h.connects.len() > refused, "reconnected");
+        lose(&mut h);
+        assert_eq!(
+            warnings(),
+            2,
+            "{}",
+            String::from_utf8_lossy(&logged.lock().unwrap())
+        );
+    });
+}
+
 /// `max.poll.interval.ms`: an application that stops asking for records is taken out of the
 /// group (LeaveGroup, its partitions lost and no longer fetched), without a `Left` that would
 /// end the consumer; its next poll rejoins and reading goes on from the committed offsets.
