@@ -261,9 +261,10 @@ fn the_producer_pushes_the_subscribed_metrics_to_the_broker() {
     let bootstrap = cluster.bootstrap.clone();
     block_on(async move {
         let admin = Admin::from_map([("bootstrap.servers", bootstrap.as_str())]).unwrap();
+        let resource = ConfigResource::ClientMetrics("kafka-rs-producers".into());
         admin
             .alter_configs(
-                ConfigResource::ClientMetrics("kafka-rs-producers".into()),
+                resource.clone(),
                 vec![
                     AlterConfigOp::Set("metrics".into(), "org.apache.kafka.producer.".into()),
                     AlterConfigOp::Set("interval.ms".into(), "500".into()),
@@ -276,7 +277,6 @@ fn the_producer_pushes_the_subscribed_metrics_to_the_broker() {
         // The controller acknowledges the change before the broker applies it: a producer
         // that asked in between would get an empty subscription and, as Java's does, ask
         // again only after the broker's default interval (5 minutes). CI failed on this.
-        let resource = ConfigResource::ClientMetrics("kafka-rs-producers".into());
         let start = Instant::now();
         loop {
             let entries = admin.describe_configs(resource.clone()).await;

@@ -373,14 +373,15 @@ pub async fn member(slot: usize, seed: u64, ctl: Rc<MemberCtl>, shared: Shared) 
 fn retriable_rejection(cause: &str) -> Option<i16> {
     const JAVA: &str = include_str!("../../../kafka-proto/tests/java_error_codes.txt");
     let rest = cause.split("the broker rejected the record: ").nth(1)?;
-    let code: i16 = rest.split('(').nth(1)?.split(')').next()?.parse().ok()?;
+    let code = rest.split('(').nth(1)?.split(')').next()?;
     JAVA.lines()
         .filter(|l| !l.starts_with('#'))
         .any(|l| {
             let mut f = l.split_whitespace();
-            f.next() == Some(&code.to_string()) && f.nth(1) == Some("true")
+            f.next() == Some(code) && f.nth(1) == Some("true")
         })
-        .then_some(code)
+        .then(|| code.parse().ok())
+        .flatten()
 }
 
 /// A producer whose odd transactions abort: `rounds` transactions of 5 records each.
