@@ -316,7 +316,7 @@ impl SimCluster {
         ResponseBody::Metadata(MetadataResponse {
             brokers: self
                 .up
-                .iter()
+                .union(&self.listed_down)
                 .map(|n| {
                     let (host, port) = SimCluster::address(*n);
                     MetadataResponseBroker {

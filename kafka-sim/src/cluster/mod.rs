@@ -210,6 +210,8 @@ pub struct SimCluster {
     seed: u64,
     /// Whether leaders have those moments (a fault, off unless asked).
     warmups: bool,
+    /// Brokers killed and not fenced yet that metadata still lists (see [`SimCluster::kill`]).
+    listed_down: BTreeSet<i32>,
 }
 
 impl SimCluster {
@@ -262,6 +264,7 @@ impl SimCluster {
             warming: BTreeMap::new(),
             seed,
             warmups: false,
+            listed_down: BTreeSet::new(),
         }
     }
 
@@ -729,8 +732,42 @@ impl SimCluster {
     /// A broker crashes: its connections break, its partitions elect new leaders among the
     /// in-sync replicas left, and the coordinator moves if it was there. Its log survives.
     pub fn crash(&mut self, node: i32) {
+        if self.stop(node) {
+            self.fail_over(node);
+        }
+    }
+
+    /// A broker's process dies (a kill -9) and the controller has not noticed yet: its
+    /// connections break and connects to it are refused, while metadata still names it leader
+    /// and group and transaction coordinator until [`SimCluster::fence`] (Kafka fences it when
+    /// its session expires, `broker.session.timeout.ms`) or until it is back. With `listed`,
+    /// metadata still lists it among the brokers, as Kafka does until then; without, it names
+    /// leaders it does not list, as librdkafka's mock cluster does for a broker set down.
+    pub fn kill(&mut self, node: i32, listed: bool) {
+        if self.stop(node) {
+            if listed {
+                self.listed_down.insert(node);
+            }
+            if self.coordinator_node == Some(node) {
+                // The process held the groups' joins and syncs in memory.
+                self.coordinator.failover();
+            }
+        }
+    }
+
+    /// The controller fences a broker: its leaderships and coordinators move to brokers that
+    /// are up. A broker still up (cut off from the clients only) goes down with it.
+    pub fn fence(&mut self, node: i32) {
+        self.listed_down.remove(&node);
+        self.stop(node);
+        self.fail_over(node);
+    }
+
+    /// Takes a broker down: its connections break and what it held in memory is gone. False
+    /// if it was down already.
+    fn stop(&mut self, node: i32) -> bool {
         if !self.up.remove(&node) {
-            return;
+            return false;
         }
         self.stats.crashes += 1;
         let dead: Vec<ConnKey> = self
@@ -744,6 +781,12 @@ impl SimCluster {
         }
         self.pending.retain(|p| p.node != node);
         self.parked.retain(|p| p.3 != node);
+        true
+    }
+
+    /// What the controller does for a broker that is gone: new leaders for its partitions,
+    /// and its coordinators elsewhere.
+    fn fail_over(&mut self, node: i32) {
         self.reelect(|p| p.leader == Some(node), None);
         if self.coordinator_node == Some(node) {
             self.move_coordinator();
@@ -758,6 +801,7 @@ impl SimCluster {
         if node < 1 || node > self.cfg.brokers || !self.up.insert(node) {
             return;
         }
+        self.listed_down.remove(&node);
         let up = self.up.clone();
         for (_, parts) in self.topics.values_mut() {
             for p in parts.iter_mut() {

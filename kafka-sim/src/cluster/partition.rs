@@ -317,7 +317,10 @@ impl Partition {
     /// ISR grows with replicas caught up and shrinks by those lagging over `lag`; the high
     /// watermark follows the ISR.
     pub(crate) fn replicate(&mut self, up: &dyn Fn(i32) -> bool, lag: SimTime, now: SimTime) {
-        let Some(leader) = self.leader else { return };
+        // A leader that is down (killed, not fenced yet) serves no follower.
+        let Some(leader) = self.leader.filter(|l| up(*l)) else {
+            return;
+        };
         // The leader's log is taken out while the followers copy it (no clone of the log).
         let mut source = self
             .replicas
