@@ -268,9 +268,19 @@ impl Run {
                 counts.broker_blackhole += 1;
                 self.sim.wire().net.blackhole(n);
             }
+            Fault::Kill(n, listed) => {
+                if listed {
+                    counts.broker_kill += 1;
+                } else {
+                    counts.broker_kill_unlisted += 1;
+                }
+                let mut w = self.sim.wire();
+                w.cluster.kill(n, listed);
+                w.drain_cluster(t);
+            }
             Fault::Fence(n) => {
                 let mut w = self.sim.wire();
-                w.cluster.crash(n);
+                w.cluster.fence(n);
                 w.drain_cluster(t);
             }
             Fault::Heal(n) => {

@@ -120,7 +120,7 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     let seed = opts.seed;
     let ledger = Rc::new(RefCell::new(Ledger::default()));
     let stop = at(STOP_SENDING);
-    let lanes = lanes(seed);
+    let lanes = &[lanes(seed), age(seed)].concat()[..];
     // Client 0: idempotent, acks=all (the defaults). Client 1: acks=1, no idempotence.
     // Every third seed, client 0 runs with short timeouts (an operator's tight settings), so
     // that stalls and slow brokers expire its requests and batches in flight.
@@ -147,7 +147,7 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     // Client 2: acks=0.
     w.add(Client::Producer(Box::new(ProducerApp::new(
         2,
-        &[("acks", "0"), ("enable.idempotence", "false")],
+        &[&[("acks", "0"), ("enable.idempotence", "false")], age(seed)].concat(),
         seed ^ 2,
         stop,
         ledger.clone(),
@@ -258,7 +258,15 @@ fn apply(
             c.broker_blackhole += 1;
             w.net.blackhole(n);
         }
-        Fault::Fence(n) => w.cluster.crash(n),
+        Fault::Kill(n, listed) => {
+            if listed {
+                c.broker_kill += 1;
+            } else {
+                c.broker_kill_unlisted += 1;
+            }
+            w.cluster.kill(n, listed);
+        }
+        Fault::Fence(n) => w.cluster.fence(n),
         Fault::Vanish => {
             // Only where the two others can go on: every partition has another in-sync
             // replica up.
@@ -347,7 +355,8 @@ fn apply(
 
 fn add_member(w: &mut World, members: &mut Vec<usize>, seed: u64, ledger: &Rc<RefCell<Ledger>>) {
     let id = w.clients.len();
-    let app = ConsumerApp::new(id, seed, lanes(seed), w.now, ledger.clone());
+    let extra = [lanes(seed), age(seed)].concat();
+    let app = ConsumerApp::new(id, seed, &extra, w.now, ledger.clone());
     members.push(w.add(Client::Consumer(Box::new(app))));
 }
 
@@ -356,6 +365,18 @@ fn add_member(w: &mut World, members: &mut Vec<usize>, seed: u64, ledger: &Rc<Re
 fn lanes(seed: u64) -> &'static [(&'static str, &'static str)] {
     if seed % 4 == 1 {
         &[("connections.per.broker", "2")]
+    } else {
+        &[]
+    }
+}
+
+/// Every fifth seed, every client refreshes metadata only as often as Java's default
+/// `metadata.max.age.ms` (5 minutes) asks, so that none can count on a periodic refresh to
+/// get going again (a partition whose leader the last answer named but did not list waited
+/// for one; found on librdkafka's mock cluster).
+fn age(seed: u64) -> &'static [(&'static str, &'static str)] {
+    if seed % 5 == 4 {
+        &[("metadata.max.age.ms", "300000")]
     } else {
         &[]
     }

@@ -1,5 +1,6 @@
 //! The fault schedule: from the seed, faults at random intervals during the faulty phase —
-//! broker crashes, partitions and black holes (each recovered after a while), leader and
+//! broker crashes (some noticed by the controller only later), partitions and black holes
+//! (each recovered after a while), leader and
 //! coordinator moves,
 //! connection resets, slow links, refused connects, group members that crash, join and
 //! leave, and producers that get no CPU for a while (a starved machine). After the phase everything is recovered, so the run can settle.
@@ -19,6 +20,11 @@ pub struct FaultCounts {
     pub broker_partition: u64,
     /// Brokers black-holed (gone without closing a connection, fenced a while later).
     pub broker_blackhole: u64,
+    /// Brokers killed that metadata still names (and lists) until fenced a while later.
+    pub broker_kill: u64,
+    /// Brokers killed that metadata still names as leader without listing them (librdkafka's
+    /// mock cluster).
+    pub broker_kill_unlisted: u64,
     /// Group coordinators' brokers gone for good after the faults.
     pub broker_vanish: u64,
     /// Leader moves.
@@ -49,6 +55,8 @@ impl FaultCounts {
         self.broker_crash += o.broker_crash;
         self.broker_partition += o.broker_partition;
         self.broker_blackhole += o.broker_blackhole;
+        self.broker_kill += o.broker_kill;
+        self.broker_kill_unlisted += o.broker_kill_unlisted;
         self.broker_vanish += o.broker_vanish;
         self.leader_move += o.leader_move;
         self.coordinator_move += o.coordinator_move;
@@ -68,6 +76,11 @@ impl FaultCounts {
             ("broker crash", self.broker_crash),
             ("broker partition", self.broker_partition),
             ("broker black hole", self.broker_blackhole),
+            ("broker killed, fenced late", self.broker_kill),
+            (
+                "broker killed, named but not listed",
+                self.broker_kill_unlisted,
+            ),
             ("broker vanished", self.broker_vanish),
             ("leader move", self.leader_move),
             ("coordinator move", self.coordinator_move),
@@ -103,6 +116,11 @@ pub enum Fault {
     Blackhole(i32),
     /// ...until the controller fences it (its session expired): leaders and coordinators move.
     Fence(i32),
+    /// A broker's process dies: its connections reset and connects are refused, while
+    /// metadata still names it leader and coordinator until a [`Fault::Fence`] or its return.
+    /// With `true` metadata lists it (Kafka before its session expires); with `false` it names
+    /// leaders it does not list (librdkafka's mock cluster, which may never fence it).
+    Kill(i32, bool),
     /// A second after the faults end, the group coordinator's broker vanishes for good (a
     /// black hole, fenced at once): the run must settle on the two others.
     Vanish,
@@ -201,7 +219,21 @@ impl Faults {
             {
                 self.out.push(broker);
                 self.recoveries.push((back, Fault::RestartBroker(broker)));
-                Some(Fault::CrashBroker(broker))
+                match self.dice.below(6) {
+                    // A third of them die as a kill -9 does: the controller notices only when
+                    // the broker's session expires (fenced a quarter to three quarters of the
+                    // way to its return), or, as on the mock cluster, maybe never.
+                    k @ (0 | 1) => {
+                        let listed = k == 0;
+                        if listed || self.dice.below(2) == 0 {
+                            let span = back.saturating_duration_since(now);
+                            let fence = now + span * (1 + self.dice.below(3) as u32) / 4;
+                            self.recoveries.push((fence, Fault::Fence(broker)));
+                        }
+                        Some(Fault::Kill(broker, listed))
+                    }
+                    _ => Some(Fault::CrashBroker(broker)),
+                }
             }
             2 if !self.out.contains(&broker) && self.out.is_empty() => {
                 self.out.push(broker);
