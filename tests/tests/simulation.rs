@@ -57,8 +57,8 @@ fn sweep(
 ) -> (Summary, Vec<(u64, String)>) {
     let (reports, failures, wall) = tests::sim::sweep(start, n, |seed| run(&opts(seed)));
     let mut summary = Summary::default();
-    for (_, r) in &reports {
-        summary.add(r);
+    for (seed, r) in &reports {
+        summary.add(*seed, r);
     }
     summary.wall = wall;
     (summary, failures)
@@ -73,15 +73,35 @@ struct Summary {
     delivered: u64,
     virtual_time: std::time::Duration,
     wall: std::time::Duration,
+    /// Each seed's `produce_recovery`, with the seed.
+    recoveries: Vec<(std::time::Duration, u64)>,
 }
 
 impl Summary {
-    fn add(&mut self, r: &Report) {
+    fn add(&mut self, seed: u64, r: &Report) {
         self.seeds += 1;
         self.faults.add(&r.faults);
         self.permitted_losses += r.permitted_losses;
         self.delivered += r.delivered;
         self.virtual_time += r.virtual_time;
+        self.recoveries.push((r.produce_recovery, seed));
+    }
+
+    /// The producers' recovery after the last fault: median, 99th percentile and worst.
+    fn recovery(&mut self) -> String {
+        self.recoveries.sort();
+        let at = |q: f64| {
+            let i = ((self.recoveries.len() as f64 - 1.0) * q).round() as usize;
+            self.recoveries.get(i).copied().unwrap_or_default()
+        };
+        let worst = at(1.0);
+        format!(
+            "producers settled after the last fault in {:?} (median), {:?} (p99), {:?} (worst, seed {})",
+            at(0.5).0,
+            at(0.99).0,
+            worst.0,
+            worst.1
+        )
     }
 }
 
@@ -94,7 +114,8 @@ fn seed_sweep() {
     let start = env("SIM_SEED_START").unwrap_or(0);
     let n = env("SIM_SEEDS").unwrap_or(500);
     eprintln!("simulating seeds {start}..{}", start + n);
-    let (s, failures) = sweep(start, n, options);
+    let (mut s, failures) = sweep(start, n, options);
+    eprintln!("{}", s.recovery());
     eprintln!(
         "{} seeds in {:.1} s ({:.0} seeds/min; virtual/real time {:.0}x); {} records acknowledged, {} acks=1 losses (permitted); faults {:?}",
         s.seeds,

@@ -16,6 +16,7 @@ mod auth;
 mod config;
 mod connection;
 mod io;
+mod least_loaded;
 mod machine;
 mod telemetry;
 #[cfg(feature = "tls")]
@@ -97,10 +98,6 @@ const SOFTWARE_NAME: &str = "kafka-rs";
 
 /// Consecutive failures to reach an address after which an outage is worth a warning.
 const WARN_AFTER_FAILURES: u32 = 3;
-
-/// How long a metadata request waits on a connection being set up before another node is
-/// tried too (see [`Network::least_loaded`]).
-const CONNECT_PATIENCE: Duration = Duration::from_secs(1);
 
 /// The connection manager. `T` is the caller's tag for matching responses to its requests.
 #[derive(Debug)]
@@ -271,103 +268,6 @@ impl<T> Network<T> {
             self.connect(addr, Peer::Node(node, purpose), now);
         }
         None
-    }
-
-    /// The ready data connection with the fewest requests in flight, for requests any broker
-    /// can answer (Metadata, FindCoordinator, InitProducerId). With none ready, it starts a
-    /// connection: to a known node, or before metadata, to the next bootstrap server.
-    pub fn least_loaded(&mut self, now: Instant) -> Option<ConnId> {
-        let max = self.cfg.max_in_flight;
-        let best = self
-            .conns
-            .values()
-            .filter(|c| !matches!(c.peer, Peer::Node(_, Purpose::Coordinator)))
-            .filter(|c| !c.close_when_idle && c.can_send(max, now))
-            .min_by_key(|c| (c.in_flight.len(), c.id))
-            .map(|c| c.id);
-        if best.is_some() {
-            return best;
-        }
-        // A connection on its way is waited for while young: a live broker answers a connect
-        // within milliseconds, a vanished one (a pulled cable, a frozen host) never, and its
-        // connect hangs until socket.connection.setup.timeout.ms (10-30 s) while every
-        // metadata request waits on it. After CONNECT_PATIENCE another node is tried too
-        // (found by the simulation: clients waited on a vanished broker for 50 s, seeds 466
-        // and 1277).
-        let patience = self
-            .conns
-            .values()
-            .filter(|c| c.state != State::Ready && !c.close_when_idle)
-            .map(|c| c.last_active + CONNECT_PATIENCE)
-            .filter(|t| *t > now)
-            .min();
-        if patience.is_some() {
-            // One is on its way; if it is still on its way then, another node is tried.
-            self.patience_wake = patience;
-            return None;
-        }
-        let mut candidates: Vec<NodeId> = self
-            .nodes
-            .iter()
-            .filter(|(n, a)| {
-                !self.by_node.contains_key(&(**n, Purpose::Data)) && self.may_connect(a, now)
-            })
-            .map(|(n, _)| *n)
-            .collect();
-        if !candidates.is_empty() {
-            let node = candidates.swap_remove(self.rng.below(candidates.len() as u64) as usize);
-            let addr = self.nodes[&node].clone();
-            self.connect(addr, Peer::Node(node, Purpose::Data), now);
-            self.patience_wake = Some(now + CONNECT_PATIENCE);
-            return None;
-        }
-        if self.cfg.rebootstrap && !self.nodes.is_empty() && self.none_reachable(now) {
-            // KIP-899, as Java 4.x by default: the brokers the last metadata named are all
-            // out of reach (say it named one broker, the others being down then, and that one
-            // vanished): the bootstrap list may lead to the ones that came back (found by the
-            // simulation: every client of seeds 466 and 1277 waited on a vanished broker).
-            tracing::info!(
-                "none of the known brokers can be reached; starting over from bootstrap.servers (metadata.recovery.strategy=rebootstrap)"
-            );
-            self.rebootstrap();
-        }
-        if self.nodes.is_empty() && !self.bootstrap.is_empty() {
-            self.connect_bootstrap(now);
-        }
-        None
-    }
-
-    /// Whether every known node is out of reach: no connection to it ready, and one on its
-    /// way for longer than CONNECT_PATIENCE or a reconnect backoff to wait.
-    fn none_reachable(&self, now: Instant) -> bool {
-        self.nodes.iter().all(|(n, addr)| {
-            let ready = self
-                .conns
-                .values()
-                .any(|c| c.state == State::Ready && c.node() == Some(*n));
-            let pending = self.by_node.contains_key(&(*n, Purpose::Data));
-            !ready && (pending || !self.may_connect(addr, now))
-        })
-    }
-
-    /// Connects to the next bootstrap address that may be tried and has no connection on
-    /// its way.
-    fn connect_bootstrap(&mut self, now: Instant) {
-        let n = self.bootstrap.len();
-        for k in 0..n {
-            let i = (self.bootstrap_next + k) % n;
-            let addr = self.bootstrap[i].clone();
-            let busy = self
-                .conns
-                .values()
-                .any(|c| c.addr == addr && c.state != State::Ready);
-            if !busy && self.may_connect(&addr, now) {
-                self.bootstrap_next = i;
-                self.connect(addr, Peer::Bootstrap, now);
-                self.patience_wake = Some(now + CONNECT_PATIENCE);
-                return;
-            }
-        }
     }
 
     /// Sends a request on a ready connection at the highest version both sides speak.

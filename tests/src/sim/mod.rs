@@ -80,6 +80,9 @@ pub struct Report {
     pub delivered: u64,
     /// Records handed to consumers.
     pub consumed: u64,
+    /// From the end of the last fault (or the last send, if later) to the moment every
+    /// producer's record had its outcome: how long the producers took to recover.
+    pub produce_recovery: Duration,
 }
 
 /// The simulated world.

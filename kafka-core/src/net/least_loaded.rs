@@ -1,0 +1,158 @@
+//! Which connection takes a request any broker can answer (Metadata, FindCoordinator,
+//! InitProducerId): a ready one to a broker not under suspicion, else a new one, else the
+//! bootstrap list again.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::connection::{Connection, Peer, State};
+use super::{ConnId, Network, NodeId, Purpose};
+use crate::config::HostPort;
+use crate::time::Instant;
+
+/// How long a metadata request waits on a connection being set up before another node is
+/// tried too (see [`Network::least_loaded`]).
+const CONNECT_PATIENCE: Duration = Duration::from_secs(1);
+
+impl<T> Network<T> {
+    /// The ready data connection with the fewest requests in flight, for requests any broker
+    /// can answer (Metadata, FindCoordinator, InitProducerId). With none ready, it starts a
+    /// connection: to a known node, or before metadata, to the next bootstrap server.
+    ///
+    /// A broker whose last connection failed (a request timed out, a connect was refused)
+    /// and that has not completed a handshake since is under suspicion: its other
+    /// connections (the lanes of `connections.per.broker`) are taken only when no other
+    /// broker can be reached. A broker that stopped answering one connection has most likely
+    /// stopped answering all of them, and a metadata request sent there waits out another
+    /// `request.timeout.ms` (found by the simulation: after a broker vanished, a producer
+    /// sent metadata to its second lane and its records waited 7 s, not 4, seed 2997).
+    pub fn least_loaded(&mut self, now: Instant) -> Option<ConnId> {
+        if let Some(best) = self.least_loaded_ready(false, now) {
+            return Some(best);
+        }
+        // A connection on its way is waited for while young: a live broker answers a connect
+        // within milliseconds, a vanished one (a pulled cable, a frozen host) never, and its
+        // connect hangs until socket.connection.setup.timeout.ms (10-30 s) while every
+        // metadata request waits on it. After CONNECT_PATIENCE another node is tried too
+        // (found by the simulation: clients waited on a vanished broker for 50 s, seeds 466
+        // and 1277).
+        //
+        // Patience is counted per address from its oldest attempt: a lane's connect to a
+        // broker whose data connection has been on its way for a second says nothing new
+        // (found by the simulation: a producer's lane reconnects kept a client waiting on a
+        // vanished broker a second longer, seed 1717).
+        let mut oldest: BTreeMap<&HostPort, Instant> = BTreeMap::new();
+        for c in self.conns.values() {
+            if c.state != State::Ready && !c.close_when_idle {
+                let t = oldest.entry(&c.addr).or_insert(c.last_active);
+                *t = (*t).min(c.last_active);
+            }
+        }
+        let patience = oldest
+            .into_values()
+            .map(|t| t + CONNECT_PATIENCE)
+            .filter(|t| *t > now)
+            .min();
+        if patience.is_some() {
+            // One is on its way; if it is still on its way then, another node is tried.
+            self.patience_wake = patience;
+            return None;
+        }
+        if let Some(node) = self.node_to_connect(now) {
+            let addr = self.nodes[&node].clone();
+            self.connect(addr, Peer::Node(node, Purpose::Data), now);
+            self.patience_wake = Some(now + CONNECT_PATIENCE);
+            return None;
+        }
+        if let Some(suspect) = self.least_loaded_ready(true, now) {
+            // Nothing else to try: a suspect broker may still answer.
+            return Some(suspect);
+        }
+        if self.cfg.rebootstrap && !self.nodes.is_empty() && self.none_reachable(now) {
+            // KIP-899, as Java 4.x by default: the brokers the last metadata named are all
+            // out of reach (say it named one broker, the others being down then, and that one
+            // vanished): the bootstrap list may lead to the ones that came back (found by the
+            // simulation: every client of seeds 466 and 1277 waited on a vanished broker).
+            tracing::info!(
+                "none of the known brokers can be reached; starting over from bootstrap.servers (metadata.recovery.strategy=rebootstrap)"
+            );
+            self.rebootstrap();
+        }
+        if self.nodes.is_empty() && !self.bootstrap.is_empty() {
+            self.connect_bootstrap(now);
+        }
+        None
+    }
+
+    /// Whether the last connection to `c`'s address failed with no handshake since.
+    fn suspect(&self, c: &Connection<T>) -> bool {
+        self.failures.get(&c.addr).is_some_and(|f| f.count > 0)
+    }
+
+    /// The ready data connection with the fewest requests in flight, among those to brokers
+    /// under suspicion or among the others.
+    fn least_loaded_ready(&self, suspect: bool, now: Instant) -> Option<ConnId> {
+        let max = self.cfg.max_in_flight;
+        self.conns
+            .values()
+            .filter(|c| !matches!(c.peer, Peer::Node(_, Purpose::Coordinator)))
+            .filter(|c| !c.close_when_idle && c.can_send(max, now))
+            .filter(|c| self.suspect(c) == suspect)
+            .min_by_key(|c| (c.in_flight.len(), c.id))
+            .map(|c| c.id)
+    }
+
+    /// A known node with no data connection that may be connected to now, picked at random
+    /// (seeded) among those not under suspicion if there are any.
+    fn node_to_connect(&mut self, now: Instant) -> Option<NodeId> {
+        let mut candidates: Vec<(NodeId, bool)> = self
+            .nodes
+            .iter()
+            .filter(|(n, a)| {
+                !self.by_node.contains_key(&(**n, Purpose::Data)) && self.may_connect(a, now)
+            })
+            .map(|(n, a)| (*n, self.failures.get(a).is_some_and(|f| f.count > 0)))
+            .collect();
+        if candidates.iter().any(|(_, suspect)| !suspect) {
+            candidates.retain(|(_, suspect)| !suspect);
+        }
+        if candidates.is_empty() {
+            return None;
+        }
+        let i = self.rng.below(candidates.len() as u64) as usize;
+        Some(candidates[i].0)
+    }
+
+    /// Whether every known node is out of reach: no connection to it ready, and one on its
+    /// way for longer than CONNECT_PATIENCE or a reconnect backoff to wait.
+    fn none_reachable(&self, now: Instant) -> bool {
+        self.nodes.iter().all(|(n, addr)| {
+            let ready = self
+                .conns
+                .values()
+                .any(|c| c.state == State::Ready && c.node() == Some(*n));
+            let pending = self.by_node.contains_key(&(*n, Purpose::Data));
+            !ready && (pending || !self.may_connect(addr, now))
+        })
+    }
+
+    /// Connects to the next bootstrap address that may be tried and has no connection on
+    /// its way.
+    fn connect_bootstrap(&mut self, now: Instant) {
+        let n = self.bootstrap.len();
+        for k in 0..n {
+            let i = (self.bootstrap_next + k) % n;
+            let addr = self.bootstrap[i].clone();
+            let busy = self
+                .conns
+                .values()
+                .any(|c| c.addr == addr && c.state != State::Ready);
+            if !busy && self.may_connect(&addr, now) {
+                self.bootstrap_next = i;
+                self.connect(addr, Peer::Bootstrap, now);
+                self.patience_wake = Some(now + CONNECT_PATIENCE);
+                return;
+            }
+        }
+    }
+}
