@@ -805,6 +805,41 @@ fn a_leader_the_metadata_does_not_list_is_asked_about_again() {
     );
 }
 
+/// The same, where the batch becomes ready only after its linger, longer than the metadata
+/// backoff since the last refresh: the refresh it asks for is due at once, and goes at once
+/// rather than at `metadata.max.age.ms` (found by the simulation, seed 4380: after a leader was
+/// killed, a partition's records waited 15 s for their delivery timeout).
+#[test]
+fn a_leader_not_listed_found_after_the_linger_is_asked_about_at_once() {
+    let mut h = Harness::new(&[("linger.ms", "500")], 1);
+    {
+        let mut c = h.cluster.lock().unwrap();
+        c.leaders.insert(0, 3);
+        c.unlisted.insert(3);
+    }
+    let t = h.send("lingering");
+    // Only the producer's own wake-ups: a harness that also pokes it at the end of each step
+    // would send the refresh it forgot to wake for.
+    let own_wakeups = |h: &mut Harness, until: Instant| {
+        while let Some(next) = h.p.poll_timeout().filter(|n| *n <= until) {
+            h.now = h.now.max(next);
+            h.p.handle_timeout(h.now);
+            h.pump();
+        }
+    };
+    own_wakeups(&mut h, Instant::from_millis(1000));
+    assert_eq!(h.outcome(t), None, "its leader is not reachable yet");
+    let asked = h.cluster.lock().unwrap().metadata_requests;
+    assert!(asked >= 3, "asked again after the linger: {asked} requests");
+    h.cluster.lock().unwrap().unlisted.clear();
+    own_wakeups(&mut h, Instant::from_millis(2000));
+    assert!(
+        matches!(h.outcome(t), Some(Outcome::Delivered { .. })),
+        "{:?}",
+        h.outcome(t)
+    );
+}
+
 #[test]
 fn a_kip_951_leader_hint_redirects_without_a_metadata_refresh() {
     let mut h = Harness::new(&[], 1);

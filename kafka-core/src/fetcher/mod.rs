@@ -555,15 +555,7 @@ impl Fetcher {
                 p.retry_at = None;
             }
         }
-        if self.metadata.next_refresh().is_some_and(|t| t <= now) {
-            if let Some(conn) = self.net.least_loaded(now) {
-                if let Some(req) = self.metadata.poll_request(now) {
-                    if self.net.send(conn, &req, Tag::Metadata, true, now).is_err() {
-                        self.metadata.handle_failure(now);
-                    }
-                }
-            }
-        }
+        self.refresh_metadata(now);
         self.drive_group(now);
         if let Some(g) = &self.group {
             let m = &g.membership;
@@ -575,6 +567,22 @@ impl Fetcher {
         self.list_offsets(now);
         self.drive_lookups(now);
         self.fetch(now);
+        // Fetching may have asked for metadata (a leader it cannot reach), due already:
+        // poll_timeout passes over a refresh already due, so it goes now (as the producer's).
+        self.refresh_metadata(now);
+    }
+
+    /// Sends the metadata request if one is due and a connection is ready.
+    fn refresh_metadata(&mut self, now: Instant) {
+        if self.metadata.next_refresh().is_some_and(|t| t <= now) {
+            if let Some(conn) = self.net.least_loaded(now) {
+                if let Some(req) = self.metadata.poll_request(now) {
+                    if self.net.send(conn, &req, Tag::Metadata, true, now).is_err() {
+                        self.metadata.handle_failure(now);
+                    }
+                }
+            }
+        }
     }
 
     /// Partitions that may get a request now, grouped by leader.

@@ -507,6 +507,12 @@ impl Producer {
         self.apply_epoch_bumps();
         self.drive_transaction(now);
         self.send_ready(now);
+        // Sending may have asked for metadata (a leader it cannot reach), due already since
+        // the last refresh was longer ago than the backoff: poll_timeout passes over a refresh
+        // already due, so it goes now or waits for its connection (found by the simulation:
+        // a partition whose leader had been killed waited 15 s for its delivery timeout,
+        // seed 4380).
+        self.refresh_metadata(now);
         self.finish_flushes_and_close(now);
     }
 
