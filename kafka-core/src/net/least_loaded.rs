@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::connection::{Connection, Peer, State};
+use super::connection::{Peer, State};
 use super::{ConnId, Network, NodeId, Purpose};
 use crate::config::HostPort;
 use crate::time::Instant;
@@ -84,9 +84,9 @@ impl<T> Network<T> {
         None
     }
 
-    /// Whether the last connection to `c`'s address failed with no handshake since.
-    fn suspect(&self, c: &Connection<T>) -> bool {
-        self.failures.get(&c.addr).is_some_and(|f| f.count > 0)
+    /// Whether the last connection to `addr` failed with no handshake since.
+    fn suspect(&self, addr: &HostPort) -> bool {
+        self.failures.get(addr).is_some_and(|f| f.count > 0)
     }
 
     /// The ready data connection with the fewest requests in flight, among those to brokers
@@ -97,7 +97,7 @@ impl<T> Network<T> {
             .values()
             .filter(|c| !matches!(c.peer, Peer::Node(_, Purpose::Coordinator)))
             .filter(|c| !c.close_when_idle && c.can_send(max, now))
-            .filter(|c| self.suspect(c) == suspect)
+            .filter(|c| self.suspect(&c.addr) == suspect)
             .min_by_key(|c| (c.in_flight.len(), c.id))
             .map(|c| c.id)
     }
@@ -111,7 +111,7 @@ impl<T> Network<T> {
             .filter(|(n, a)| {
                 !self.by_node.contains_key(&(**n, Purpose::Data)) && self.may_connect(a, now)
             })
-            .map(|(n, a)| (*n, self.failures.get(a).is_some_and(|f| f.count > 0)))
+            .map(|(n, a)| (*n, self.suspect(a)))
             .collect();
         if candidates.iter().any(|(_, suspect)| !suspect) {
             candidates.retain(|(_, suspect)| !suspect);
