@@ -87,6 +87,9 @@ pub(crate) struct Connection<T> {
     /// When the last SaslAuthenticate was sent: the broker's session cannot have started
     /// before then.
     pub auth_sent: Instant,
+    /// A data connection still being set up then is reported as a node failure (see
+    /// [`super::Network::handle_timeout`]); `None` for other connections.
+    pub slow_wake: Option<Instant>,
 }
 
 /// How many unanswered correlation ids a connection remembers.
@@ -110,6 +113,7 @@ impl<T> Connection<T> {
             sasl: None,
             reauth_at: None,
             auth_sent: now,
+            slow_wake: None,
         }
     }
 
@@ -131,7 +135,9 @@ impl<T> Connection<T> {
     /// The earliest instant this connection needs attention at.
     pub fn next_deadline(&self, idle: std::time::Duration) -> Option<Instant> {
         let setup = match self.state {
-            State::Connecting { deadline } | State::Tls { deadline } => Some(deadline),
+            State::Connecting { deadline } | State::Tls { deadline } => {
+                Some(self.slow_wake.map_or(deadline, |w| w.min(deadline)))
+            }
             _ => None,
         };
         let reauth = self.reauth_at.filter(|_| self.sasl.is_none());

@@ -11,8 +11,9 @@ use crate::config::HostPort;
 use crate::time::Instant;
 
 /// How long a metadata request waits on a connection being set up before another node is
-/// tried too (see [`Network::least_loaded`]).
-const CONNECT_PATIENCE: Duration = Duration::from_secs(1);
+/// tried too (see [`Network::least_loaded`]), and how long a leader's connect may stay on its
+/// way before metadata is asked again (see [`Network::handle_timeout`]).
+pub(super) const CONNECT_PATIENCE: Duration = Duration::from_secs(1);
 
 impl<T> Network<T> {
     /// The ready data connection with the fewest requests in flight, for requests any broker

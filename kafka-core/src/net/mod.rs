@@ -483,8 +483,11 @@ impl<T> Network<T> {
             conn: id,
             addr: addr.clone(),
         });
-        self.conns
-            .insert(id, Connection::new(id, addr, peer, deadline, now));
+        let mut c = Connection::new(id, addr, peer, deadline, now);
+        if matches!(c.peer, Peer::Node(_, p) if p != Purpose::Coordinator) {
+            c.slow_wake = Some(now + least_loaded::CONNECT_PATIENCE);
+        }
+        self.conns.insert(id, c);
         id
     }
 
@@ -967,7 +970,20 @@ impl<T> Network<T> {
                     self.fail_connection(id, now, |addr| RequestError::Disconnected { addr }, true);
                     continue;
                 }
+                if c.slow_wake.is_some_and(|t| t <= now) {
+                    // A live broker answers a connect within milliseconds; one that vanished
+                    // (a frozen host, a pulled cable) never does, and its connect hangs until
+                    // socket.connection.setup.timeout.ms (10 s and more). Its leaderships
+                    // have likely moved: metadata is asked again, each second while it hangs,
+                    // rather than waiting out the setup timeout (found by the simulation: a
+                    // broker vanished just after it restarted, and on a seed with 5-minute
+                    // metadata every producer waited on its connect for 10 s, seed 20999).
+                    self.node_failed = true;
+                    let c = self.conns.get_mut(&id).expect("present");
+                    c.slow_wake = Some(now + least_loaded::CONNECT_PATIENCE);
+                }
             }
+            let c = &self.conns[&id];
             if let Some(f) = c.in_flight.front().filter(|f| f.deadline <= now) {
                 self.last_problem = stamp(
                     now,
