@@ -63,7 +63,9 @@ fn seed_sweep() {
     let mut faults = FaultCounts::default();
     let mut sum = Report::default();
     let mut secured: std::collections::BTreeMap<String, u64> = Default::default();
-    for (_, r) in &reports {
+    let mut recoveries = Vec::new();
+    for (seed, r) in &reports {
+        recoveries.push((r.produce_recovery, *seed));
         *secured.entry(r.security.clone()).or_default() += 1;
         sum.authentications.0 += r.authentications.0;
         sum.authentications.1 += r.authentications.1;
@@ -85,6 +87,7 @@ fn seed_sweep() {
         sum.virtual_time += r.virtual_time;
         sum.polls += r.polls;
     }
+    eprintln!("{}", tests::sim::recovery_summary(&mut recoveries));
     eprintln!(
         "{} seeds in {:.1} s ({:.0} seeds/min; virtual/real time {:.0}x; {} task polls); {} records acknowledged, {} handed to members, {} acks=1 losses (permitted); {} stalls past max.poll.interval.ms, {} long waits in next_event, {} of {} manual commits succeeded, {} seeks, {} members dropped; {} records read by the assigning readers of group a, the outsider's commits into g refused as GroupInUse {} times and accepted into an empty group {} times; {} of {} admin calls answered in time; faults {faults:?}",
         reports.len(),

@@ -89,19 +89,7 @@ impl Summary {
 
     /// The producers' recovery after the last fault: median, 99th percentile and worst.
     fn recovery(&mut self) -> String {
-        self.recoveries.sort();
-        let at = |q: f64| {
-            let i = ((self.recoveries.len() as f64 - 1.0) * q).round() as usize;
-            self.recoveries.get(i).copied().unwrap_or_default()
-        };
-        let worst = at(1.0);
-        format!(
-            "producers settled after the last fault in {:?} (median), {:?} (p99), {:?} (worst, seed {})",
-            at(0.5).0,
-            at(0.99).0,
-            worst.0,
-            worst.1
-        )
+        tests::sim::recovery_summary(&mut self.recoveries)
     }
 }
 

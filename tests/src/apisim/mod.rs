@@ -38,7 +38,7 @@ use kafka_core::Instant;
 use kafka_sim::{ClusterConfig, NetConfig};
 
 use crate::sim::check::{
-    commits_move_forward, log_by_value, older_versions, one_owner_per_generation, unread,
+    RECOVERY, commits_move_forward, vanish_target, log_by_value, older_versions, one_owner_per_generation, unread,
     written_once_in_order,
 };
 use crate::sim::faults::{Fault, FaultCounts, Faults};
@@ -103,6 +103,9 @@ pub struct Report {
     /// SASL authentications that succeeded (re-authentications included), and failed (the
     /// intruder's).
     pub authentications: (u64, u64),
+    /// From the end of the last fault (or the last send, if later) to the moment every
+    /// producer application had flushed and had every delivery it kept resolved.
+    pub produce_recovery: Duration,
 }
 
 /// The security of a seed's cluster and clients: most seeds PLAINTEXT; one in eight SSL, one
@@ -343,9 +346,20 @@ impl Run {
                     self.add_member();
                 }
             }
+            Fault::Vanish => {
+                let mut w = self.sim.wire();
+                if let Some(n) = vanish_target(&w.cluster) {
+                    counts.broker_vanish += 1;
+                    w.net.blackhole(n);
+                    w.cluster.crash(n);
+                    w.drain_cluster(t);
+                    drop(w);
+                    self.note(format!("broker {n} (the group coordinator) vanishes for good"));
+                }
+            }
             // Not modelled here yet: SimRuntime runs every task whenever it is due. The core
             // simulation stalls its producers (`World::stall`).
-            Fault::StallProducer(..) | Fault::Vanish => {}
+            Fault::StallProducer(..) => {}
         }
     }
 
@@ -466,10 +480,17 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
         run.sim
             .spawn_app(intruder::intruder(seed, run.shared.clone()));
     }
-    let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END));
+    // As in the core simulation, a quarter of the seeds lose the group coordinator's broker
+    // for good after the faults.
+    let vanish = opts.faults && (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 62) == 0;
+    let mut faults = Faults::new(seed, opts.faults, at(FAULTS_END)).vanish_after(vanish);
     let mut counts = FaultCounts::default();
     let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
     let mut next_settle_check = Instant::from_millis(100);
+    // When the last fault (or send) ended, and when every producer application was done after
+    // that (the same bound as the core simulation's: see `RECOVERY`).
+    let mut quiet_from = stop;
+    let mut produced: Option<Instant> = None;
     loop {
         run.sim.run_ready().map_err(Failure::new)?;
         run.collect_notes();
@@ -520,6 +541,18 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
         let now = run.sim.now();
         if now >= next_settle_check {
             next_settle_check = now + Duration::from_millis(100);
+            let healed = now >= at(FAULTS_END) && faults.next_at().is_none();
+            if healed && produced.is_none() {
+                let done = run.shared.borrow().producers_done.len() == PRODUCERS;
+                produced = done.then_some(now);
+                if !done && now > quiet_from + RECOVERY {
+                    return Err(Failure::new(format!(
+                        "producers still waiting {:?} after the last fault ended (at {:?}): after faults heal, a record is delivered within request.timeout.ms and the backoffs, not left to its delivery timeout",
+                        now.saturating_duration_since(quiet_from),
+                        Duration::from_nanos(quiet_from.as_nanos())
+                    )));
+                }
+            }
             if now >= at(FAULTS_END) && run.unsettled().is_empty() {
                 break;
             }
@@ -559,6 +592,7 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
             due.extend(faults.recover_all());
         }
         for f in due {
+            quiet_from = quiet_from.max(now);
             run.apply(f, &mut counts);
         }
     }
@@ -585,6 +619,8 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
     report.faults.conn_reset_mid_stream = net.resets_mid_stream;
     report.virtual_time = Duration::from_nanos(run.sim.now().as_nanos());
     report.polls = run.sim.env().exec.polls();
+    report.produce_recovery =
+        produced.map_or(Duration::ZERO, |p| p.saturating_duration_since(quiet_from));
     Ok(report)
 }
 

@@ -58,7 +58,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// for something nothing would trigger; one that waited out a second request timeout was
 /// sent to a broker already known not to answer (seed 2997 took 7.2 s before
 /// `Network::least_loaded` stopped choosing a broker that had just timed a request out).
-const RECOVERY: Duration = Duration::from_secs(6);
+pub const RECOVERY: Duration = Duration::from_secs(6);
 
 /// Runs one seed; every invariant is checked, the first broken one returned.
 pub fn run(opts: &Options) -> Result<Report, Failure> {
@@ -261,6 +261,16 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     Ok(report)
 }
 
+/// The broker [`Fault::Vanish`] takes away for good: the group coordinator's, only where the
+/// two others can go on (every partition of "t" has another in-sync replica up).
+pub fn vanish_target(cluster: &kafka_sim::SimCluster) -> Option<i32> {
+    let up = cluster.up_brokers();
+    cluster.group_coordinator().filter(|n| {
+        up.len() == 3
+            && (0..PARTITIONS).all(|p| cluster.isr("t", p).iter().any(|r| r != n && up.contains(r)))
+    })
+}
+
 fn apply(
     w: &mut World,
     f: Fault,
@@ -298,19 +308,7 @@ fn apply(
         }
         Fault::Fence(n) => w.cluster.fence(n),
         Fault::Vanish => {
-            // Only where the two others can go on: every partition has another in-sync
-            // replica up.
-            let up = w.cluster.up_brokers();
-            let n = w.cluster.group_coordinator().filter(|n| {
-                up.len() == 3
-                    && (0..PARTITIONS).all(|p| {
-                        w.cluster
-                            .isr("t", p)
-                            .iter()
-                            .any(|r| r != n && up.contains(r))
-                    })
-            });
-            if let Some(n) = n {
+            if let Some(n) = vanish_target(&w.cluster) {
                 c.broker_vanish += 1;
                 w.note(|| format!("broker {n} (the group coordinator) vanishes for good"));
                 w.net.blackhole(n);

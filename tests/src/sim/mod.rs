@@ -451,6 +451,23 @@ pub type Swept<T> = (Vec<(u64, T)>, Vec<(u64, String)>, Duration);
 
 /// Runs `run` for seeds `start..start + n` on every core, printing progress; returns each
 /// seed's report and the failures as (seed, message, sorted by seed), and the wall time.
+/// Recoveries of a sweep (each seed's, with the seed) as median, 99th percentile and worst.
+pub fn recovery_summary(recoveries: &mut [(Duration, u64)]) -> String {
+    recoveries.sort();
+    let at = |q: f64| {
+        let i = ((recoveries.len() as f64 - 1.0) * q).round() as usize;
+        recoveries.get(i).copied().unwrap_or_default()
+    };
+    let worst = at(1.0);
+    format!(
+        "producers settled after the last fault in {:?} (median), {:?} (p99), {:?} (worst, seed {})",
+        at(0.5).0,
+        at(0.99).0,
+        worst.0,
+        worst.1
+    )
+}
+
 pub fn sweep<T: Send>(
     start: u64,
     n: u64,
