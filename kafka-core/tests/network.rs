@@ -454,6 +454,50 @@ fn a_broker_that_timed_out_a_request_is_not_asked_again_while_another_answers() 
     assert_eq!(got, Some(lane), "nothing else answers: {connects:?}");
 }
 
+/// The last metadata named one broker (the others were down then), and it timed a request
+/// out. Its other lane is ready, but a broker that stopped answering one connection has most
+/// likely stopped answering all of them: the client starts over from bootstrap.servers first
+/// (KIP-899's rebootstrap), with an address not under suspicion, and reaches a broker that came
+/// back (found by the API simulation, seed 733: the metadata went to the vanished broker's
+/// second lane and waited out another request timeout).
+#[test]
+fn a_client_whose_only_known_broker_timed_out_starts_over_before_asking_its_other_lane() {
+    let mut h = Harness::new(
+        1,
+        &["b:2", "a:1"],
+        Box::new(|addr| match addr.to_string().as_str() {
+            "b:2" => Some(ScriptedBroker::new(|_, _| Reply::Ignore)),
+            _ => Some(ScriptedBroker::new(metadata_ok)),
+        }),
+    );
+    h.net.update_nodes([(2, hp("b:2"))], h.now);
+    let mut ready = |purpose| {
+        for _ in 0..3 {
+            if let Some(c) = h.net.ready(2, purpose, h.now) {
+                return c;
+            }
+            h.pump();
+        }
+        panic!("node 2 not ready on {purpose:?}");
+    };
+    let data = ready(Purpose::Data);
+    let lane = ready(Purpose::Lane(1));
+    h.net
+        .send(data, &MetadataRequest::default(), 1, true, h.now)
+        .unwrap();
+    h.pump();
+    h.advance_to(Instant::from_millis(30_000));
+    assert_eq!(h.closes(), [data], "the request timed out");
+    let got = h.try_least_loaded(3);
+    let connects = h.connects();
+    let (id, addr) = connects.last().unwrap().clone();
+    assert_eq!(
+        addr, "a:1",
+        "the bootstrap address not under suspicion: {connects:?}"
+    );
+    assert_eq!(got, Some(id), "its new connection, not {lane:?}");
+}
+
 /// The last metadata named one broker (the others were down then), and it vanished: its
 /// connects hang until the setup timeout. The client does not wait that out: after a second it
 /// starts over from bootstrap.servers and reaches a broker that came back (KIP-899's

@@ -73,10 +73,11 @@ pub use types::{
 /// copy than a write of their own.
 const SPLICE_MIN: usize = 16 * 1024;
 
-/// Consecutive failures to one address, and when it may be tried again.
+/// Consecutive failures to one address, the last one's time, and when it may be tried again.
 #[derive(Debug, Clone, Copy, Default)]
 struct Failures {
     count: u32,
+    last: Instant,
     retry_at: Option<Instant>,
 }
 
@@ -230,12 +231,16 @@ impl<T> Network<T> {
 
     /// Forgets the known nodes and starts over from `bootstrap.servers` (KIP-899): for when no
     /// known broker can be reached, or a broker answered REBOOTSTRAP_REQUIRED. Open connections
-    /// stay until idle; new metadata decides which are adopted.
+    /// stay until idle; new metadata decides which are adopted. The bootstrap addresses may be
+    /// tried at once, and an address whose last connection failed stays under suspicion (its
+    /// open lanes are not asked first) until a connection to it completes its handshake.
     pub fn rebootstrap(&mut self) {
         self.nodes.clear();
         self.bootstrap_next = 0;
         for addr in &self.bootstrap {
-            self.failures.remove(addr);
+            if let Some(f) = self.failures.get_mut(addr) {
+                f.retry_at = None;
+            }
         }
     }
 
@@ -884,6 +889,7 @@ impl<T> Network<T> {
         let f = self.failures.entry(c.addr.clone()).or_default();
         let delay = self.cfg.reconnect.delay(f.count, &mut self.rng);
         f.count = f.count.saturating_add(1);
+        f.last = now;
         if f.count == WARN_AFTER_FAILURES {
             // Once per outage (the count starts over when a connection is ready again), so
             // that an outage shows at the warn level without a line per attempt.
