@@ -3,7 +3,8 @@
 //! one seed; and the check that an injected bug is found and replays bit for bit.
 //!
 //! - `API_SIM_SEEDS=N` runs N seeds (default 500), from `API_SIM_SEED_START=S` (default 0).
-//! - `API_SIM_SEED=S` replays one seed (`API_SIM_TRACE=FILE` writes its trace).
+//! - `API_SIM_SEED=S` replays one seed (`API_SIM_TRACE=FILE` writes its trace; `SIM_LOG=FILTER`
+//!   logs the client's tracing events, stamped with virtual time, to stderr).
 //! - `SIM_INJECT_BUG=1` runs with the cluster's deduplication of idempotent retries off.
 
 use tests::apisim::{run, Report};
@@ -87,7 +88,10 @@ fn seed_sweep() {
         sum.virtual_time += r.virtual_time;
         sum.polls += r.polls;
     }
-    eprintln!("{}", tests::sim::recovery_summary(&mut recoveries));
+    eprintln!(
+        "{}",
+        tests::sim::recovery_summary("producers", &mut recoveries)
+    );
     eprintln!(
         "{} seeds in {:.1} s ({:.0} seeds/min; virtual/real time {:.0}x; {} task polls); {} records acknowledged, {} handed to members, {} acks=1 losses (permitted); {} stalls past max.poll.interval.ms, {} long waits in next_event, {} of {} manual commits succeeded, {} seeks, {} members dropped; {} records read by the assigning readers of group a, the outsider's commits into g refused as GroupInUse {} times and accepted into an empty group {} times; {} of {} admin calls answered in time; faults {faults:?}",
         reports.len(),
@@ -153,6 +157,7 @@ fn seed_sweep() {
 /// checks that two runs of a seed are identical.
 #[test]
 fn replay() {
+    tests::simrt::log_from_env();
     let Some(seed) = env("API_SIM_SEED") else {
         let a = run(&Options::seed(3)).unwrap_or_else(|f| panic!("{f}\n{}", replay_line(3)));
         let b = run(&Options::seed(3)).unwrap();

@@ -89,7 +89,7 @@ impl Summary {
 
     /// The producers' recovery after the last fault: median, 99th percentile and worst.
     fn recovery(&mut self) -> String {
-        tests::sim::recovery_summary(&mut self.recoveries)
+        tests::sim::recovery_summary("producers", &mut self.recoveries)
     }
 }
 

@@ -35,7 +35,9 @@ fn seed_sweep() {
     let (mut inputs, mut committed, mut aborted, mut timeouts, mut read, mut txns) =
         (0, 0, 0, 0, 0, 0);
     let mut tv2 = 0;
-    for (_, r) in &reports {
+    let mut settles = Vec::new();
+    for (seed, r) in &reports {
+        settles.push((r.settle_after, *seed));
         tv2 += u64::from(r.transaction_version == 2);
         faults += r.faults;
         inputs += r.inputs;
@@ -51,6 +53,10 @@ fn seed_sweep() {
          {read} records read by read_committed readers; faults {faults:?}",
         reports.len(),
         wall.as_secs_f64()
+    );
+    eprintln!(
+        "{}",
+        tests::sim::recovery_summary("the pipeline", &mut settles)
     );
     if !failures.is_empty() {
         let lines: Vec<String> = failures

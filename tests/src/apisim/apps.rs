@@ -141,6 +141,7 @@ pub async fn producer(
         ("reconnect.backoff.max.ms", "500"),
         ("metadata.max.age.ms", "5000"),
         ("random.seed", &seed.to_string()),
+        ("client.id", &format!("producer-{id}")),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

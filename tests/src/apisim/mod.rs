@@ -38,8 +38,8 @@ use kafka_core::Instant;
 use kafka_sim::{ClusterConfig, NetConfig};
 
 use crate::sim::check::{
-    RECOVERY, commits_move_forward, vanish_target, log_by_value, older_versions, one_owner_per_generation, unread,
-    written_once_in_order,
+    commits_move_forward, log_by_value, older_versions, one_owner_per_generation, unread,
+    vanish_target, written_once_in_order, RECOVERY,
 };
 use crate::sim::faults::{Fault, FaultCounts, Faults};
 use crate::sim::{Failure, Options};
@@ -354,13 +354,35 @@ impl Run {
                     w.cluster.crash(n);
                     w.drain_cluster(t);
                     drop(w);
-                    self.note(format!("broker {n} (the group coordinator) vanishes for good"));
+                    self.note(format!(
+                        "broker {n} (the group coordinator) vanishes for good"
+                    ));
                 }
             }
             // Not modelled here yet: SimRuntime runs every task whenever it is due. The core
             // simulation stalls its producers (`World::stall`).
             Fault::StallProducer(..) => {}
         }
+    }
+
+    /// Which producer applications are not done, and the records each still awaits.
+    fn producers_waiting(&self) -> String {
+        let l = self.shared.borrow();
+        let waiting: Vec<String> = (0..PRODUCERS)
+            .filter(|p| !l.producers_done.contains(p))
+            .map(|p| {
+                let pending: Vec<u64> = (l.sent.get(&p).into_iter().flatten())
+                    .filter(|(_, (_, s))| matches!(s, Sent::Pending))
+                    .map(|(n, _)| *n)
+                    .collect();
+                format!(
+                    "producer {p} awaits {} records (first {:?})",
+                    pending.len(),
+                    pending.first()
+                )
+            })
+            .collect();
+        waiting.join(", ")
     }
 
     /// Why the run has not settled yet (empty once it has).
@@ -547,9 +569,10 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
                 produced = done.then_some(now);
                 if !done && now > quiet_from + RECOVERY {
                     return Err(Failure::new(format!(
-                        "producers still waiting {:?} after the last fault ended (at {:?}): after faults heal, a record is delivered within request.timeout.ms and the backoffs, not left to its delivery timeout",
+                        "producers still waiting {:?} after the last fault ended (at {:?}): {}; after faults heal, a record is delivered within request.timeout.ms and the backoffs, not left to its delivery timeout",
                         now.saturating_duration_since(quiet_from),
-                        Duration::from_nanos(quiet_from.as_nanos())
+                        Duration::from_nanos(quiet_from.as_nanos()),
+                        run.producers_waiting()
                     )));
                 }
             }

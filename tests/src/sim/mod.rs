@@ -451,8 +451,9 @@ pub type Swept<T> = (Vec<(u64, T)>, Vec<(u64, String)>, Duration);
 
 /// Runs `run` for seeds `start..start + n` on every core, printing progress; returns each
 /// seed's report and the failures as (seed, message, sorted by seed), and the wall time.
-/// Recoveries of a sweep (each seed's, with the seed) as median, 99th percentile and worst.
-pub fn recovery_summary(recoveries: &mut [(Duration, u64)]) -> String {
+/// Recoveries of a sweep (each seed's, with the seed) as median, 99th percentile and worst:
+/// how long `what` took to settle after the last fault.
+pub fn recovery_summary(what: &str, recoveries: &mut [(Duration, u64)]) -> String {
     recoveries.sort();
     let at = |q: f64| {
         let i = ((recoveries.len() as f64 - 1.0) * q).round() as usize;
@@ -460,7 +461,7 @@ pub fn recovery_summary(recoveries: &mut [(Duration, u64)]) -> String {
     };
     let worst = at(1.0);
     format!(
-        "producers settled after the last fault in {:?} (median), {:?} (p99), {:?} (worst, seed {})",
+        "{what} settled after the last fault in {:?} (median), {:?} (p99), {:?} (worst, seed {})",
         at(0.5).0,
         at(0.99).0,
         worst.0,

@@ -162,6 +162,40 @@ pub fn now() -> Instant {
     SimRuntime::now()
 }
 
+/// Logs the client's `tracing` events to stderr stamped with the virtual time, when
+/// `SIM_LOG` holds a filter (`SIM_LOG=kafka_core=debug`): for reading one seed's replay.
+/// Does nothing otherwise, or if a subscriber is installed already.
+pub fn log_from_env() {
+    struct VirtualTime;
+    impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
+        fn format_time(
+            &self,
+            w: &mut tracing_subscriber::fmt::format::Writer<'_>,
+        ) -> std::fmt::Result {
+            match try_with_env(|env| env.exec.now()) {
+                Some(t) => write!(w, "{:>12.6}", t.as_nanos() as f64 / 1e9),
+                None => write!(w, "{:>12}", "-"),
+            }
+        }
+    }
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let Ok(filter) = std::env::var("SIM_LOG") else {
+        return;
+    };
+    let targets: tracing_subscriber::filter::Targets = match filter.parse() {
+        Ok(t) => t,
+        Err(e) => panic!("SIM_LOG={filter}: not a filter like kafka_core=debug: {e}"),
+    };
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_timer(VirtualTime)
+        .with_writer(std::io::stderr);
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(targets)
+        .try_init();
+}
+
 /// Task polls at one instant before the run counts as a live-lock.
 const LIVE_LOCK: u64 = 2_000_000;
 

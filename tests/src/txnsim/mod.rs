@@ -95,6 +95,9 @@ pub struct Report {
     /// crashes of the transaction coordinator's broker mid-commit, member crashes,
     /// connection resets.
     pub faults: TxnFaults,
+    /// From the end of the last fault (the faulty phase, or a broker's restart after it) to
+    /// the moment the run settled: every input written once, no transaction open.
+    pub settle_after: Duration,
 }
 
 /// The faults of a run.
@@ -424,6 +427,9 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
         .spawn_app(apps::reader(reader_ctl.clone(), run.shared.clone()));
     let mut next_fault = at(Duration::from_millis(400 + opts.seed % 300));
     let mut next_check = at(Duration::from_millis(100));
+    // When the last fault ended: the faulty phase, or a broker's restart after it.
+    let mut quiet_from = at(FAULTS_END);
+    let settled_at: Instant;
     loop {
         run.sim.run_ready().map_err(Failure::new)?;
         run.collect_notes();
@@ -450,6 +456,7 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
                 run.note(format!("broker {node} restarts"));
                 run.sim.wire().cluster.restart(node);
                 run.down = None;
+                quiet_from = quiet_from.max(now);
             }
         }
         if opts.faults && now >= next_fault && now < at(FAULTS_END) {
@@ -459,6 +466,7 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
         if now >= next_check {
             next_check = now + Duration::from_millis(100);
             if now >= at(FAULTS_END) && run.down.is_none() && run.unsettled().is_empty() {
+                settled_at = now;
                 break;
             }
         }
@@ -527,6 +535,7 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
     report.virtual_time = Duration::from_nanos(run.sim.now().as_nanos());
     report.faults = run.faults;
     report.faults.txn_moves = run.sim.wire().cluster.stats().txn_coordinator_moves;
+    report.settle_after = settled_at.saturating_duration_since(quiet_from);
     Ok(report)
 }
 
