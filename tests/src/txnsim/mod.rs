@@ -15,7 +15,8 @@
 //!   `commit_transaction` means committed, `Ok` from `abort_transaction` means aborted;
 //! - the pipeline wrote every input record to the output exactly once as read_committed sees
 //!   it, and the group's committed input offsets are the input's ends;
-//! - the zombie's commit fails as fenced, and none of its records is committed.
+//! - the zombie's commit fails as fenced, and none of its records is committed;
+//! - once the last fault has ended, the run settles within 10 s (see `RECOVERY`).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,6 +39,14 @@ const FAULTS_END: Duration = Duration::from_secs(6);
 const LIMIT: Duration = Duration::from_secs(120);
 /// Input records.
 const INPUTS: usize = 300;
+/// Once the last fault has ended, the pipeline settles within this: a crashed member's pending
+/// JoinGroup holds the join phase until its session expires (`session.timeout.ms`, 3 s, as
+/// Kafka keeps a member awaiting join alive), a crashed member elected leader holds the sync
+/// phase for another session, and a crashed member's open transaction is aborted by the
+/// coordinator after its `transaction.timeout.ms` (3 s). Anything that waited for a delivery
+/// timeout (20 s) or the zombie's transaction timeout (20 s) waited for an event nothing would
+/// trigger.
+const RECOVERY: Duration = Duration::from_secs(10);
 
 /// What a run does.
 #[derive(Debug, Clone)]
@@ -468,6 +477,14 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
             if now >= at(FAULTS_END) && run.down.is_none() && run.unsettled().is_empty() {
                 settled_at = now;
                 break;
+            }
+            if run.down.is_none() && now > quiet_from + RECOVERY {
+                return Err(Failure::new(format!(
+                    "not settled {:?} after the last fault ended (at {:?}): {}",
+                    now.saturating_duration_since(quiet_from),
+                    Duration::from_nanos(quiet_from.as_nanos()),
+                    run.unsettled().join("; ")
+                )));
             }
         }
         let mut extra = next_check;
