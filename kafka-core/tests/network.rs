@@ -143,6 +143,30 @@ impl Harness {
             .collect()
     }
 
+    /// Connects node 2's data connection and its second lane, and lets a Metadata request on
+    /// the data connection time out (node 2's broker must leave it unanswered). Returns the
+    /// lane, still ready.
+    fn time_out_node_2_keeping_its_lane(&mut self) -> ConnId {
+        let mut ready = |purpose| {
+            for _ in 0..3 {
+                if let Some(c) = self.net.ready(2, purpose, self.now) {
+                    return c;
+                }
+                self.pump();
+            }
+            panic!("node 2 not ready on {purpose:?}");
+        };
+        let data = ready(Purpose::Data);
+        let lane = ready(Purpose::Lane(1));
+        self.net
+            .send(data, &MetadataRequest::default(), 1, true, self.now)
+            .unwrap();
+        self.pump();
+        self.advance_to(Instant::from_millis(30_000));
+        assert_eq!(self.closes(), [data], "the request timed out");
+        lane
+    }
+
     /// Gets a ready least-loaded connection, connecting as needed.
     fn least_loaded(&mut self) -> ConnId {
         self.try_least_loaded(3)
@@ -423,23 +447,7 @@ fn a_broker_that_timed_out_a_request_is_not_asked_again_while_another_answers() 
             }),
         );
         h.net.update_nodes([(1, hp("a:1")), (2, hp("b:2"))], h.now);
-        let mut ready = |purpose| {
-            for _ in 0..3 {
-                if let Some(c) = h.net.ready(2, purpose, h.now) {
-                    return c;
-                }
-                h.pump();
-            }
-            panic!("node 2 not ready on {purpose:?}");
-        };
-        let data = ready(Purpose::Data);
-        let lane = ready(Purpose::Lane(1));
-        h.net
-            .send(data, &MetadataRequest::default(), 1, true, h.now)
-            .unwrap();
-        h.pump();
-        h.advance_to(Instant::from_millis(30_000));
-        assert_eq!(h.closes(), [data], "the request timed out");
+        let lane = h.time_out_node_2_keeping_its_lane();
         (h.try_least_loaded(3), lane, h.connects())
     };
     let (got, lane, connects) = run(false);
@@ -471,23 +479,7 @@ fn a_client_whose_only_known_broker_timed_out_starts_over_before_asking_its_othe
         }),
     );
     h.net.update_nodes([(2, hp("b:2"))], h.now);
-    let mut ready = |purpose| {
-        for _ in 0..3 {
-            if let Some(c) = h.net.ready(2, purpose, h.now) {
-                return c;
-            }
-            h.pump();
-        }
-        panic!("node 2 not ready on {purpose:?}");
-    };
-    let data = ready(Purpose::Data);
-    let lane = ready(Purpose::Lane(1));
-    h.net
-        .send(data, &MetadataRequest::default(), 1, true, h.now)
-        .unwrap();
-    h.pump();
-    h.advance_to(Instant::from_millis(30_000));
-    assert_eq!(h.closes(), [data], "the request timed out");
+    let lane = h.time_out_node_2_keeping_its_lane();
     let got = h.try_least_loaded(3);
     let connects = h.connects();
     let (id, addr) = connects.last().unwrap().clone();
