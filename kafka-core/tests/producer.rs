@@ -638,8 +638,15 @@ fn records_larger_than_the_limits_fail_at_send() {
 
 #[test]
 fn a_record_that_never_reached_its_leader_times_out_as_not_sent() {
+    // acks=1: there NOT_LEADER_OR_FOLLOWER is a refusal before any append (with acks=all it
+    // may come after one; see not_leader_after_an_acks_all_append_leaves_the_record_possibly_sent).
     let mut h = Harness::new(
-        &[("delivery.timeout.ms", "40000"), ("max.block.ms", "100000")],
+        &[
+            ("delivery.timeout.ms", "40000"),
+            ("max.block.ms", "100000"),
+            ("acks", "1"),
+            ("enable.idempotence", "false"),
+        ],
         1,
     );
     warm(&mut h);
@@ -662,8 +669,8 @@ fn a_record_that_never_reached_its_leader_times_out_as_not_sent() {
             },
             certainty: Certainty::NotSent
         }),
-        "NOT_LEADER_OR_FOLLOWER means not written, and the new leader was never reached: the \
-         timeout names the last cause"
+        "with acks=1 NOT_LEADER_OR_FOLLOWER means not written, and the new leader was never \
+         reached: the timeout names the last cause"
     );
 }
 
@@ -1849,6 +1856,31 @@ fn a_record_never_expires_before_its_own_delivery_timeout() {
         "{} records failed before their own deadline, the first sent at {:?}",
         failed_early.len(),
         failed_early.first()
+    );
+}
+
+/// With acks=all, NOT_LEADER_OR_FOLLOWER does not mean refused either: the leader may have
+/// appended the batch and lost its leadership while waiting for its followers, and the new
+/// leader may hold it (found by the simulation, seed 66152: a record failed as never written
+/// while it was in the log).
+#[test]
+fn not_leader_after_an_acks_all_append_leaves_the_record_possibly_sent() {
+    let mut h = Harness::new(&[("linger.ms", "0"), ("retries", "0")], 1);
+    warm(&mut h);
+    h.cluster
+        .lock()
+        .unwrap()
+        .faults
+        .push_back(Fault::WrittenButError(6));
+    let t = h.send("appended, then the leader moved");
+    h.ms(1000);
+    assert_eq!(h.log(0), ["warm-up", "appended, then the leader moved"]);
+    assert_eq!(
+        h.outcome(t),
+        Some(&Outcome::Failed {
+            error: DeliveryError::Broker(ErrorCode::NotLeaderOrFollower),
+            certainty: Certainty::PossiblySent,
+        })
     );
 }
 

@@ -143,7 +143,15 @@ impl Producer {
                     } else if is_leadership_error(e) {
                         self.metadata.request_update();
                     }
-                    let written = may_be_written(e);
+                    // With acks=all the leader may have appended the batch and lost its
+                    // leadership while waiting for the followers: Kafka then answers
+                    // NOT_LEADER_OR_FOLLOWER, and the new leader may hold the batch (found by
+                    // the simulation, seed 66152: a record failed as never written while it
+                    // was in the log). Before an append the same code is a refusal, but the
+                    // client cannot tell the two apart.
+                    let written = may_be_written(e)
+                        || (e == ErrorCode::NotLeaderOrFollower
+                            && self.cfg.acks == crate::config::Acks::All);
                     if e.is_retriable() {
                         self.retry_or_fail(b, DeliveryError::Broker(e), now, written);
                     } else {
