@@ -244,6 +244,14 @@ mod regressions {
         }
     }
 
+    /// The producer knew only the broker that then vanished, and sent its metadata request to
+    /// that broker's second lane instead of starting over from bootstrap.servers: not settled
+    /// 6 s after the faults (kafka-core network; 1 of 1,500 seeds with the vanish fault).
+    #[test]
+    fn seed_733_a_vanished_brokers_other_lane_is_not_asked_first() {
+        seed(733);
+    }
+
     /// A member whose application stalled past max.poll.interval.ms with an eager revocation
     /// unacknowledged kept the revocation open after its membership was lost; the report of
     /// what it had taken in an earlier tenure, sent when it came back, was accepted, and its

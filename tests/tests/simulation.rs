@@ -215,6 +215,21 @@ mod regressions {
         }
     }
 
+    /// With acks=all, NOT_LEADER_OR_FOLLOWER came after the leader had appended the batch
+    /// and lost its leadership; the new leader held it, and the producer failed it as never
+    /// written (kafka-core producer; 1 of 78,000 seeds).
+    #[test]
+    fn seed_66152_not_leader_after_an_append_is_not_a_refusal() {
+        seed(66152);
+    }
+
+    /// A broker vanished just after it restarted, and on five-minute metadata every producer
+    /// waited out its connect (kafka-core network; 1 of 10,000 seeds).
+    #[test]
+    fn seed_20999_a_hanging_leader_connect_asks_for_metadata() {
+        seed(20999);
+    }
+
     /// A long poll to one broker reserved the whole prefetch budget, so partitions led by
     /// another broker were never fetched again (kafka-core fetcher).
     #[test]
