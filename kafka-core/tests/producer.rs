@@ -1865,20 +1865,29 @@ fn a_record_never_expires_before_its_own_delivery_timeout() {
 /// while it was in the log).
 #[test]
 fn not_leader_after_an_acks_all_append_leaves_the_record_possibly_sent() {
+    written_then_answered_leaves_the_record_possibly_sent(6, ErrorCode::NotLeaderOrFollower);
+}
+
+/// The broker appends a record and answers `code` (no retries): the record must fail as
+/// possibly sent, with that error.
+fn written_then_answered_leaves_the_record_possibly_sent(code: i16, error: ErrorCode) {
     let mut h = Harness::new(&[("linger.ms", "0"), ("retries", "0")], 1);
     warm(&mut h);
     h.cluster
         .lock()
         .unwrap()
         .faults
-        .push_back(Fault::WrittenButError(6));
-    let t = h.send("appended, then the leader moved");
+        .push_back(Fault::WrittenButError(code));
+    let t = h.send("appended, then answered with an error");
     h.ms(1000);
-    assert_eq!(h.log(0), ["warm-up", "appended, then the leader moved"]);
+    assert_eq!(
+        h.log(0),
+        ["warm-up", "appended, then answered with an error"]
+    );
     assert_eq!(
         h.outcome(t),
         Some(&Outcome::Failed {
-            error: DeliveryError::Broker(ErrorCode::NotLeaderOrFollower),
+            error: DeliveryError::Broker(error),
             certainty: Certainty::PossiblySent,
         })
     );
@@ -1890,21 +1899,5 @@ fn not_leader_after_an_acks_all_append_leaves_the_record_possibly_sent() {
 /// while it was in the log).
 #[test]
 fn request_timed_out_from_the_broker_leaves_the_record_possibly_sent() {
-    let mut h = Harness::new(&[("linger.ms", "0"), ("retries", "0")], 1);
-    warm(&mut h);
-    h.cluster
-        .lock()
-        .unwrap()
-        .faults
-        .push_back(Fault::WrittenButError(7));
-    let t = h.send("appended, not replicated in time");
-    h.ms(1000);
-    assert_eq!(h.log(0), ["warm-up", "appended, not replicated in time"]);
-    assert_eq!(
-        h.outcome(t),
-        Some(&Outcome::Failed {
-            error: DeliveryError::Broker(ErrorCode::RequestTimedOut),
-            certainty: Certainty::PossiblySent,
-        })
-    );
+    written_then_answered_leaves_the_record_possibly_sent(7, ErrorCode::RequestTimedOut);
 }
