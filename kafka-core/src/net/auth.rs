@@ -155,7 +155,7 @@ impl<T> Network<T> {
                     return;
                 };
                 let step = match &mut c.sasl {
-                    Some(Sasl::Authenticate(x)) => x.step(&r.auth_bytes),
+                    Some(Sasl::Authenticate(x)) => x.step(&r.auth_bytes, &mut self.salt_cache),
                     _ => Err("a SaslAuthenticate response came with no exchange open".into()),
                 };
                 match step {

@@ -131,6 +131,8 @@ pub struct Network<T> {
     auth_failure: Option<AuthError>,
     /// The OAUTHBEARER token to authenticate with, and when it came (wall clock, ms).
     token: Option<(crate::sasl::OAuthToken, i64)>,
+    /// SCRAM's salted password, kept between this client's authentications.
+    salt_cache: crate::sasl::scram::SaltCache,
     /// Plaintext decrypted from TLS records, reused between reads.
     plain: Vec<u8>,
     /// The wall clock last given, in milliseconds since the Unix epoch (0: never).
@@ -177,6 +179,7 @@ impl<T> Network<T> {
             coordinator_failed: Default::default(),
             auth_failure: None,
             token: None,
+            salt_cache: Default::default(),
             plain: Vec::new(),
             wall_ms: 0,
             token_wanted: false,

@@ -104,10 +104,14 @@ impl Exchange {
     }
 
     /// The server's answer: the next message, or `None` when the exchange is complete.
-    pub fn step(&mut self, server: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    pub fn step(
+        &mut self,
+        server: &[u8],
+        cache: &mut scram::SaltCache,
+    ) -> Result<Option<Vec<u8>>, String> {
         match self {
             Exchange::OneShot => Ok(None),
-            Exchange::Scram(s) => s.step(server),
+            Exchange::Scram(s) => s.step(server, cache),
         }
     }
 }

@@ -59,6 +59,32 @@ impl Hash {
     }
 }
 
+/// The last SaltedPassword a client derived, with the mechanism, salt and iteration count it
+/// came from. RFC 5802 (section 5.1) lets a client keep it: a client reconnecting or
+/// re-authenticating (KIP-368, as often as the broker's session lifetime asks) then skips the
+/// 4,096 to 16,384 PBKDF2 rounds while the server's salt and count stay the same. It is as
+/// secret as the password, so it is never printed.
+#[derive(Default)]
+pub(crate) struct SaltCache(Option<(Hash, Vec<u8>, u32, Vec<u8>)>);
+
+impl SaltCache {
+    fn salted(&mut self, h: Hash, password: &[u8], salt: &[u8], iterations: u32) -> &[u8] {
+        let hit =
+            matches!(&self.0, Some((ch, cs, ci, _)) if *ch == h && cs == salt && *ci == iterations);
+        if !hit {
+            let salted = h.salted_password(password, salt, iterations);
+            self.0 = Some((h, salt.to_vec(), iterations, salted));
+        }
+        self.0.as_ref().map_or(&[], |(_, _, _, s)| s)
+    }
+}
+
+impl std::fmt::Debug for SaltCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SaltCache(..)")
+    }
+}
+
 /// Where the exchange is.
 #[derive(Debug)]
 enum Stage {
@@ -111,11 +137,18 @@ impl Scram {
 
     /// Takes the server's message: the client-final message to send next, or `None` when the
     /// server has proven itself and the exchange is complete. An error says what was wrong.
-    pub fn step(&mut self, server: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    /// `cache` keeps the salted password across exchanges of one client.
+    pub fn step(
+        &mut self,
+        server: &[u8],
+        cache: &mut SaltCache,
+    ) -> Result<Option<Vec<u8>>, String> {
         let text = std::str::from_utf8(server)
             .map_err(|_| "the server's SCRAM message is not UTF-8".to_owned())?;
         match std::mem::replace(&mut self.stage, Stage::Done) {
-            Stage::SentFirst { first_bare } => self.final_message(&first_bare, text).map(Some),
+            Stage::SentFirst { first_bare } => {
+                self.final_message(&first_bare, text, cache).map(Some)
+            }
             Stage::SentFinal { server_signature } => {
                 let attrs = attributes(text);
                 if let Some(e) = attrs.iter().find(|(k, _)| *k == 'e') {
@@ -137,7 +170,12 @@ impl Scram {
         }
     }
 
-    fn final_message(&mut self, first_bare: &str, server_first: &str) -> Result<Vec<u8>, String> {
+    fn final_message(
+        &mut self,
+        first_bare: &str,
+        server_first: &str,
+        cache: &mut SaltCache,
+    ) -> Result<Vec<u8>, String> {
         let attrs = attributes(server_first);
         let get = |k: char| attrs.iter().find(|(a, _)| *a == k).map(|(_, v)| *v);
         if let Some(e) = get('e') {
@@ -159,8 +197,8 @@ impl Scram {
             ));
         }
         let h = self.hash;
-        let salted = h.salted_password(&self.password, &salt, iterations);
-        let client_key = h.hmac(&salted, b"Client Key");
+        let salted = cache.salted(h, &self.password, &salt, iterations);
+        let client_key = h.hmac(salted, b"Client Key");
         let stored_key = h.digest(&client_key);
         let without_proof = format!("c=biws,r={nonce}");
         let auth_message = format!("{first_bare},{server_first},{without_proof}");
@@ -170,7 +208,7 @@ impl Scram {
             .zip(&client_signature)
             .map(|(a, b)| a ^ b)
             .collect();
-        let server_key = h.hmac(&salted, b"Server Key");
+        let server_key = h.hmac(salted, b"Server Key");
         self.stage = Stage::SentFinal {
             server_signature: h.hmac(&server_key, auth_message.as_bytes()),
         };
@@ -193,6 +231,9 @@ fn attributes(text: &str) -> Vec<(char, &str)> {
 mod tests {
     use super::*;
 
+    const RFC7677_SERVER_FIRST: &[u8] =
+        b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+
     /// RFC 7677, section 3: the SCRAM-SHA-256 exchange for user "user", password "pencil".
     #[test]
     fn rfc7677_test_vector() {
@@ -204,7 +245,7 @@ mod tests {
         );
         assert_eq!(first, b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO");
         let fin = s
-            .step(b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
+            .step(RFC7677_SERVER_FIRST, &mut SaltCache::default())
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -212,8 +253,11 @@ mod tests {
             "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
         );
         assert_eq!(
-            s.step(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
-                .unwrap(),
+            s.step(
+                b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
+                &mut SaltCache::default()
+            )
+            .unwrap(),
             None
         );
     }
@@ -224,16 +268,58 @@ mod tests {
     fn a_wrong_server_signature_nonce_or_iteration_count_is_refused() {
         let server_first = b"r=abc123xyz,s=QSXCR+Q6sek8bf92,i=4096";
         let (mut s, _) = Scram::start(Hash::Sha512, "u=,x", "pw", "abc123".into());
-        assert!(s.step(server_first).unwrap().is_some());
-        let e = s.step(b"v=AAAA").unwrap_err();
+        assert!(s
+            .step(server_first, &mut SaltCache::default())
+            .unwrap()
+            .is_some());
+        let e = s.step(b"v=AAAA", &mut SaltCache::default()).unwrap_err();
         assert!(e.contains("signature"), "{e}");
         let (mut s, first) = Scram::start(Hash::Sha512, "u=,x", "pw", "abc123".into());
         assert_eq!(first, b"n,,n=u=3D=2Cx,r=abc123");
-        assert!(s.step(b"r=zzz,s=QSXCR+Q6sek8bf92,i=4096").is_err());
+        assert!(s
+            .step(
+                b"r=zzz,s=QSXCR+Q6sek8bf92,i=4096",
+                &mut SaltCache::default()
+            )
+            .is_err());
         let (mut s, _) = Scram::start(Hash::Sha512, "u", "pw", "abc123".into());
-        assert!(s.step(b"r=abc123x,s=QSXCR+Q6sek8bf92,i=100").is_err());
+        assert!(s
+            .step(
+                b"r=abc123x,s=QSXCR+Q6sek8bf92,i=100",
+                &mut SaltCache::default()
+            )
+            .is_err());
         let (mut s, _) = Scram::start(Hash::Sha512, "u", "pw", "abc123".into());
-        let e = s.step(b"e=unknown-user").unwrap_err();
+        let e = s
+            .step(b"e=unknown-user", &mut SaltCache::default())
+            .unwrap_err();
         assert!(e.contains("unknown-user"), "{e}");
+    }
+
+    /// The kept salted password gives the same proof as a fresh derivation, and a server that
+    /// changes the salt or the iteration count gets a proof derived anew.
+    #[test]
+    fn the_kept_salted_password_serves_only_its_salt_and_count() {
+        let proof = |server_first: &[u8], cache: &mut SaltCache| {
+            let (mut s, _) = Scram::start(
+                Hash::Sha256,
+                "user",
+                "pencil",
+                "rOprNGfwEbeRWgbNEkqO".into(),
+            );
+            s.step(server_first, cache).unwrap().unwrap()
+        };
+        let mut cache = SaltCache::default();
+        let first = proof(RFC7677_SERVER_FIRST, &mut cache);
+        assert_eq!(proof(RFC7677_SERVER_FIRST, &mut cache), first);
+        for other in [
+            &b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=QSXCR+Q6sek8bf92,i=4096"[..],
+            b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=5000",
+        ] {
+            let kept = proof(other, &mut cache);
+            assert_ne!(kept, first);
+            assert_eq!(kept, proof(other, &mut SaltCache::default()));
+            assert_eq!(proof(RFC7677_SERVER_FIRST, &mut cache), first);
+        }
     }
 }
