@@ -17,7 +17,22 @@ pub type CliResult<T> = Result<T, String>;
 pub struct Cluster {
     admin: Admin,
     brokers: String,
+    config: Vec<String>,
     timeout: Duration,
+}
+
+/// What reopens a [`Cluster`] closed by [`Cluster::close`].
+pub struct Closed {
+    brokers: String,
+    config: Vec<String>,
+    timeout: Duration,
+}
+
+impl Closed {
+    /// A new admin client (it connects at its first call).
+    pub fn reopen(&self) -> CliResult<Cluster> {
+        Cluster::new(&self.brokers, &self.config, self.timeout)
+    }
 }
 
 impl Cluster {
@@ -35,8 +50,21 @@ impl Cluster {
         Ok(Cluster {
             admin,
             brokers: brokers.to_owned(),
+            config: config.to_vec(),
             timeout,
         })
+    }
+
+    /// Closes the admin client and its connection. A command that looked its topic up closes
+    /// it before it produces or consumes, so that its run holds only its producer's or
+    /// consumer's connections (one to a one-broker cluster for `produce`, two for
+    /// `consume -G`: the group coordinator's is its own), not one more that idles to the end.
+    pub fn close(self) -> Closed {
+        Closed {
+            brokers: self.brokers,
+            config: self.config,
+            timeout: self.timeout,
+        }
     }
 
     /// `--timeout`.

@@ -116,7 +116,7 @@ async fn starts(
     Ok(out)
 }
 
-pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliResult<()> {
+pub async fn consume(cluster: Cluster, brokers: &str, a: ConsumeArgs) -> CliResult<()> {
     let format = Format::parse(&a.format)?;
     let start = start_from(&a.offset)?;
     let mut map = vec![("bootstrap.servers".to_owned(), brokers.to_owned())];
@@ -159,7 +159,7 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
             .subscribe([a.topic.clone()])
             .map_err(|e| e.to_string())?;
     } else {
-        let starts = starts(cluster, &a.topic, &partitions, &start).await?;
+        let starts = starts(&cluster, &a.topic, &partitions, &start).await?;
         consumer
             .assign(
                 partitions.iter().map(|p| (a.topic.as_str(), *p)),
@@ -171,6 +171,7 @@ pub async fn consume(cluster: &Cluster, brokers: &str, a: ConsumeArgs) -> CliRes
         }
         open = partitions.into_iter().collect();
     }
+    cluster.close();
     let mut assigned_once = a.group.is_none();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
@@ -259,8 +260,10 @@ pub struct PerfArgs {
 }
 
 /// `perf consume`: N records from the beginning, timed from the first request.
-pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()> {
+pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()> {
     let topic = cluster.topic(&a.topic).await?;
+    let timeout = cluster.timeout();
+    let closed = cluster.close();
     let mut map = vec![
         ("bootstrap.servers".to_owned(), brokers.to_owned()),
         ("auto.offset.reset".to_owned(), "earliest".to_owned()),
@@ -303,17 +306,20 @@ pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()
     while count < a.count {
         // A topic that holds fewer records than asked for says so after --timeout without
         // a record, instead of waiting for ever.
-        let batch = match tokio::time::timeout(cluster.timeout(), consumer.recv_batch()).await {
+        let batch = match tokio::time::timeout(timeout, consumer.recv_batch()).await {
             Ok(batch) => batch.map_err(|e| e.to_string())?,
             Err(_) => {
                 bar.finish_and_clear();
                 consumer.close(std::time::Duration::from_secs(10)).await;
-                let held = held(cluster, &a.topic, &topic).await;
+                let held = match closed.reopen() {
+                    Ok(cluster) => held(&cluster, &a.topic, &topic).await,
+                    Err(_) => "an unknown number of records".into(),
+                };
                 return Err(format!(
                     "only {count} of {} records arrived, none in the last {}s: topic '{}' holds \
                      {held} (ask for fewer with -n, or produce more)",
                     a.count,
-                    cluster.timeout().as_secs(),
+                    timeout.as_secs(),
                     a.topic
                 ));
             }

@@ -140,11 +140,11 @@ async fn run(cli: Cli) -> CliResult<()> {
         }
         Command::Produce(mut a) => {
             a.config = global;
-            produce::produce(&cluster, &cli.brokers, a).await
+            produce::produce(cluster, &cli.brokers, a).await
         }
         Command::Consume(mut a) => {
             a.config = global;
-            consume::consume(&cluster, &cli.brokers, a).await
+            consume::consume(cluster, &cli.brokers, a).await
         }
         Command::Perf {
             what:
@@ -166,7 +166,7 @@ async fn run(cli: Cli) -> CliResult<()> {
                 config,
                 json,
             };
-            produce::perf(&cluster, &cli.brokers, a).await
+            produce::perf(cluster, &cli.brokers, a).await
         }
         Command::Perf {
             what:
@@ -186,7 +186,7 @@ async fn run(cli: Cli) -> CliResult<()> {
                 config,
                 json,
             };
-            consume::perf(&cluster, &cli.brokers, a).await
+            consume::perf(cluster, &cli.brokers, a).await
         }
         Command::Group { action } => match action {
             GroupAction::List { json } => group::list(&cluster, json).await,

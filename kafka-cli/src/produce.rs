@@ -52,7 +52,7 @@ impl Tally {
     }
 }
 
-pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliResult<()> {
+pub async fn produce(cluster: Cluster, brokers: &str, a: ProduceArgs) -> CliResult<()> {
     let mut extra = settings(&a.config)?;
     if let Some(z) = a.compression {
         extra.push(("compression.type".into(), z.name().into()));
@@ -74,6 +74,7 @@ pub async fn produce(cluster: &Cluster, brokers: &str, a: ProduceArgs) -> CliRes
     }
     let producer = producer(brokers, extra)?;
     let topic = cluster.topic(&a.topic).await?;
+    cluster.close();
     if transactional {
         // The whole input is one transaction.
         producer
@@ -227,9 +228,10 @@ const WINDOW: usize = 100_000;
 /// [`Deliveries`] taken oldest first. Outcomes come nearly in order, so the oldest is almost
 /// always the next one due; a `FuturesUnordered` of deliveries costs a task and a wake-up per
 /// record on top (`--idiom` measures the others).
-pub async fn perf(cluster: &Cluster, brokers: &str, a: PerfArgs) -> CliResult<()> {
+pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()> {
     let producer = producer(brokers, settings(&a.config)?)?;
     cluster.topic(&a.topic).await?;
+    cluster.close();
     let bar = if a.json {
         ProgressBar::hidden()
     } else {

@@ -1,13 +1,16 @@
 //! The CLI against real brokers (Tansu, and Apache Kafka itself): round trips with keys, headers, partitions, codecs
 //! and formats; metadata and topics; perf; and the one-line errors.
 
+use std::collections::BTreeSet;
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use tests::brokers::{Kind, TestBroker as Broker};
 
-fn cli(broker: &str, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-cli"))
+/// `kafka-cli -b broker args...`, running, its standard streams piped.
+fn spawn(broker: &str, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_kafka-cli"))
         .arg("-b")
         .arg(broker)
         .args(args)
@@ -15,7 +18,11 @@ fn cli(broker: &str, args: &[&str], stdin: &str) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start kafka-cli");
+        .expect("start kafka-cli")
+}
+
+fn cli(broker: &str, args: &[&str], stdin: &str) -> Output {
+    let mut child = spawn(broker, args);
     child
         .stdin
         .take()
@@ -206,7 +213,6 @@ fn metadata_topics_and_perf(kind: Kind) {
         assert_eq!(perf["bytes"], 20000 * 64, "{group:?}");
         assert!(perf["records_per_sec"].as_f64().unwrap() > 0.0, "{perf}");
     }
-
     ok(&cli(b, &["topic", "delete", "m1"], ""));
     fails_with(&cli(b, &["metadata", "-t", "m1"], ""), "does not exist");
 }
@@ -330,6 +336,97 @@ fn a_closed_stdout_ends_the_cli_quietly() {
     );
 }
 
+/// The TCP connections process `pid` holds established to `port`: its sockets (the inodes in
+/// /proc/PID/fd) found in the kernel's TCP tables with that remote port, in state 01.
+fn connections_to(pid: u32, port: u16) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    let inodes: BTreeSet<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    let mut n = 0;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let remote_port = cols
+                .get(2)
+                .and_then(|r| r.rsplit_once(':'))
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            if cols.get(3) == Some(&"01")
+                && remote_port == Some(port)
+                && cols.get(9).is_some_and(|i| inodes.contains(*i))
+            {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Waits (up to 20 s) for a second in which `child` holds exactly `want` connections to the
+/// broker in every sample; panics with the counts seen otherwise.
+fn holds_connections(child: &Child, broker: &str, want: usize, what: &str) {
+    let port: u16 = broker.rsplit_once(':').unwrap().1.parse().unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    let (mut steady_since, mut seen) = (None, Vec::new());
+    while Instant::now() < until {
+        let n = connections_to(child.id(), port);
+        if seen.last() != Some(&n) {
+            seen.push(n);
+        }
+        match (n == want, steady_since) {
+            (true, None) => steady_since = Some(Instant::now()),
+            (true, Some(t)) if t.elapsed() >= Duration::from_secs(1) => return,
+            (true, Some(_)) => {}
+            (false, _) => steady_since = None,
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{what}: never {want} connections for a second (counts seen, in turn: {seen:?})");
+}
+
+/// While it runs, `produce` holds one connection to a one-broker cluster (its producer's) and
+/// `consume -G` two (its consumer's and the group coordinator's): the admin client that looked
+/// the topic up closes once it has (it lingered for the whole run, one connection more).
+fn produce_and_consume_hold_only_their_clients_connections(kind: Kind) {
+    let broker = Broker::shared(kind, "cli");
+    let b = broker.addr.as_str();
+    ok(&cli(
+        b,
+        &["topic", "create", "conns", "--partitions", "2"],
+        "",
+    ));
+    // Their output is a few lines: the pipes hold it.
+    let mut producer = spawn(b, &["produce", "-t", "conns"]);
+    let mut stdin = producer.stdin.take().unwrap();
+    // The producer connects when it has a record to send (and the input stays open).
+    stdin.write_all(b"one\ntwo\n").unwrap();
+    holds_connections(&producer, b, 1, "kafka-cli produce");
+    drop(stdin);
+    assert!(producer.wait().unwrap().success());
+    let mut consumer = spawn(
+        b,
+        &[
+            "consume",
+            "-t",
+            "conns",
+            "-G",
+            "cli-conns",
+            "-o",
+            "beginning",
+        ],
+    );
+    holds_connections(&consumer, b, 2, "kafka-cli consume -G");
+    consumer.kill().unwrap();
+    consumer.wait().unwrap();
+}
+
 // Every test on both brokers.
 
 mod tansu {
@@ -354,6 +451,11 @@ mod tansu {
     fn errors_name_their_cause_in_one_line() {
         super::errors_name_their_cause_in_one_line(Kind::Tansu);
     }
+
+    #[test]
+    fn produce_and_consume_hold_only_their_clients_connections() {
+        super::produce_and_consume_hold_only_their_clients_connections(Kind::Tansu);
+    }
 }
 
 mod kafka {
@@ -377,6 +479,11 @@ mod kafka {
     #[test]
     fn errors_name_their_cause_in_one_line() {
         super::errors_name_their_cause_in_one_line(Kind::Kafka);
+    }
+
+    #[test]
+    fn produce_and_consume_hold_only_their_clients_connections() {
+        super::produce_and_consume_hold_only_their_clients_connections(Kind::Kafka);
     }
 
     /// kcat's ways: `-P`, `-C` and `-L` for the subcommands, `-o -N` (N before each
