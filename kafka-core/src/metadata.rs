@@ -87,6 +87,8 @@ pub struct Metadata {
     /// Counts removals from `wanted`: a caller remembering that it marked a topic used knows
     /// the mark still stands while this is unchanged.
     removals: u64,
+    /// Counts the responses applied.
+    responses: u64,
     /// Topic names by id, of every topic any answer named: a KIP-848 assignment names topics
     /// by id only.
     names: BTreeMap<Uuid, String>,
@@ -120,6 +122,7 @@ impl Metadata {
             retry_at: None,
             in_flight: false,
             removals: 0,
+            responses: 0,
             names: BTreeMap::new(),
             all_topics: false,
             list_all: false,
@@ -166,6 +169,13 @@ impl Metadata {
     /// `max_idle`.
     pub fn removals(&self) -> u64 {
         self.removals
+    }
+
+    /// Changes whenever a partition may have lost its leader (a response applied, a topic
+    /// dropped): a caller that remembers which partitions had none knows the list still
+    /// holds, except for leaders found since (a leader hint only ever sets one).
+    pub fn generation(&self) -> u64 {
+        self.responses + self.removals
     }
 
     /// Notes that the client uses `topic` now. An unknown topic asks for a refresh.
@@ -255,6 +265,7 @@ impl Metadata {
 
     /// Applies a Metadata response.
     pub fn handle_response(&mut self, resp: &MetadataResponse, now: Instant) -> MetadataUpdate {
+        self.responses += 1;
         self.in_flight = false;
         self.failures = 0;
         self.retry_at = None;

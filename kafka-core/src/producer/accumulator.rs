@@ -1,7 +1,7 @@
 //! The record accumulator: a queue of batches per partition, memory accounted against
 //! `buffer.memory`, the readiness rules, and draining per leader up to `max.request.size`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -202,22 +202,67 @@ pub(crate) struct Appended {
     pub bytes: usize,
 }
 
+/// One partition's queued batches, and the keys its first batch is indexed under in
+/// [`Fronts`] (`None`: not indexed).
+#[derive(Debug, Default)]
+struct Queue {
+    batches: VecDeque<Batch>,
+    keys: Option<(Instant, Instant)>,
+}
+
+impl std::ops::Deref for Queue {
+    type Target = VecDeque<Batch>;
+    fn deref(&self) -> &VecDeque<Batch> {
+        &self.batches
+    }
+}
+
+impl std::ops::DerefMut for Queue {
+    fn deref_mut(&mut self) -> &mut VecDeque<Batch> {
+        &mut self.batches
+    }
+}
+
+/// When a batch first at its partition may be sent, unless a flush, a close or a memory
+/// waiter makes it ready sooner: its retry backoff's end, else at once once full, else when
+/// `linger.ms` has passed.
+fn ready_at(b: &Batch, linger: Duration) -> Instant {
+    match b.retry_at {
+        Some(t) => t,
+        None if b.full => b.created,
+        None => b.created + linger,
+    }
+}
+
+/// The partitions' first batches by when they become ready and by delivery deadline, so that
+/// the sender and `poll_timeout` find what is due without visiting every partition (a keyed
+/// topic of 10,000 partitions has as many queues). A deadline key may be earlier than its
+/// batch's deadline (appending to a first batch pushes its deadline later without reindexing
+/// it): `expire` corrects it when it comes up, so a wake-up may be early, never late.
+#[derive(Debug, Default)]
+struct Fronts {
+    ready: BTreeSet<(Instant, Topic, i32)>,
+    due: BTreeSet<(Instant, Topic, i32)>,
+    /// The empty name, the least of all: range bounds need one.
+    least: Topic,
+}
+
 /// Queued batches by topic, then partition: found from a record's `&str` topic, so appending
 /// needs no owned name, and iterated in (topic, partition) order as a map keyed by both would
-/// be. An emptied partition queue is removed.
+/// be. An emptied partition queue is removed (by [`Accumulator::reindex`]).
 #[derive(Debug, Default)]
-struct Queues(BTreeMap<Topic, BTreeMap<i32, VecDeque<Batch>>>);
+struct Queues(BTreeMap<Topic, BTreeMap<i32, Queue>>);
 
 impl Queues {
-    fn get(&self, topic: &str, partition: i32) -> Option<&VecDeque<Batch>> {
+    fn get(&self, topic: &str, partition: i32) -> Option<&Queue> {
         self.0.get(topic)?.get(&partition)
     }
 
-    fn get_mut(&mut self, topic: &str, partition: i32) -> Option<&mut VecDeque<Batch>> {
+    fn get_mut(&mut self, topic: &str, partition: i32) -> Option<&mut Queue> {
         self.0.get_mut(topic)?.get_mut(&partition)
     }
 
-    fn or_default(&mut self, topic: &Topic, partition: i32) -> &mut VecDeque<Batch> {
+    fn or_default(&mut self, topic: &Topic, partition: i32) -> &mut Queue {
         // Looked up by `Topic`: a record's topic is usually the very key it was inserted
         // with, found by pointer. The key is cloned only for a new topic (a clone and its drop
         // are two atomic operations, dearer on every append than a second lookup).
@@ -231,37 +276,21 @@ impl Queues {
             .or_default()
     }
 
-    fn remove(&mut self, topic: &str, partition: i32) {
-        if let Some(parts) = self.0.get_mut(topic) {
-            parts.remove(&partition);
-            if parts.is_empty() {
-                self.0.remove(topic);
-            }
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (&str, i32, &VecDeque<Batch>)> + '_ {
+    fn iter(&self) -> impl Iterator<Item = (&str, i32, &Queue)> + '_ {
         self.0
             .iter()
             .flat_map(|(t, parts)| parts.iter().map(move |(p, q)| (t.as_str(), *p, q)))
     }
 
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut VecDeque<Batch>> + '_ {
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Queue> + '_ {
         self.0.values_mut().flat_map(|parts| parts.values_mut())
-    }
-
-    fn retain_nonempty(&mut self) {
-        for parts in self.0.values_mut() {
-            parts.retain(|_, q| !q.is_empty());
-        }
-        self.0.retain(|_, parts| !parts.is_empty());
     }
 
     fn take_all(&mut self) -> Vec<Batch> {
         std::mem::take(&mut self.0)
             .into_values()
             .flat_map(BTreeMap::into_values)
-            .flatten()
+            .flat_map(|q| q.batches)
             .collect()
     }
 
@@ -282,6 +311,9 @@ pub(crate) struct Accumulator {
     compression: Compression,
     pub pool: Pool,
     queues: Queues,
+    fronts: Fronts,
+    /// Partitions whose queue opened since [`Accumulator::take_opened`] last asked.
+    opened: Vec<(Topic, i32)>,
     next_id: u64,
     /// Compressed / uncompressed size, learned from sealed batches, so compressed batches
     /// fill up to `batch.size` on the wire rather than before compression.
@@ -319,6 +351,8 @@ impl Accumulator {
             compression,
             pool: Pool::new(buffer_memory, batch_size),
             queues: Queues::default(),
+            fronts: Fronts::default(),
+            opened: Vec::new(),
             next_id: 0,
             ratio: 1.0,
             records_hint: 0,
@@ -343,6 +377,9 @@ impl Accumulator {
             .collect();
         let (key, value) = (r.key.as_deref(), r.value.as_deref());
         let queue = self.queues.or_default(&r.topic, partition);
+        if queue.is_empty() {
+            self.opened.push((r.topic.clone(), partition));
+        }
         // A batch behind another cannot be sent before it: full, it may grow.
         let behind = queue.len() > 1;
         if let Some(last) = queue.back_mut() {
@@ -371,6 +408,10 @@ impl Accumulator {
                         });
                         if deadline > last.deadline {
                             last.deadline = deadline;
+                        }
+                        if filled {
+                            // The batch is ready now, not when linger.ms has passed.
+                            self.reindex(&r.topic, partition);
                         }
                         return Ok(Appended {
                             new_batch: false,
@@ -416,6 +457,8 @@ impl Accumulator {
                 if let Some(buf) = spare {
                     self.pool.keep_spare(buf);
                 }
+                // The queue may be new and empty, or its last batch just filled up.
+                self.reindex(&r.topic, partition);
                 return Err(NoMemory);
             }
             // try_reserve flagged a waiter, but nothing was refused: keep the flag as it was.
@@ -461,6 +504,8 @@ impl Accumulator {
             unresolved: false,
             last_error: None,
         });
+        // The queue may have been empty, or its last batch (perhaps its first) filled up.
+        self.reindex(&r.topic, partition);
         Ok(Appended {
             new_batch: true,
             filled: need >= self.batch_size,
@@ -475,7 +520,7 @@ impl Accumulator {
             if let Some(b) = self
                 .queues
                 .get_mut(topic, *partition)
-                .and_then(VecDeque::front_mut)
+                .and_then(|q| q.front_mut())
             {
                 b.waited = true;
             }
@@ -559,6 +604,60 @@ impl Accumulator {
         force: bool,
         blocked: impl Fn(&TopicPartition) -> bool,
     ) -> (Vec<TopicPartition>, Option<Instant>) {
+        if force || self.pool.waiters {
+            // Every first batch may be ready, whatever its key says.
+            return self.ready_scan(now, force, blocked);
+        }
+        // The index, in key order: those due now, then the first one that is not blocked.
+        let mut ready = Vec::new();
+        for (at, topic, partition) in &self.fronts.ready {
+            let Some(b) = self.queues.get(topic, *partition).and_then(|q| q.front()) else {
+                continue;
+            };
+            if blocked(&b.tp) {
+                continue;
+            }
+            if *at > now {
+                ready.sort_unstable();
+                return (ready, Some(*at));
+            }
+            ready.push(b.tp.clone());
+        }
+        // In (topic, partition) order, as the queues are (requests fill in that order).
+        ready.sort_unstable();
+        (ready, None)
+    }
+
+    /// The next instant a first batch becomes ready, after `now` (the linger half of
+    /// [`Accumulator::ready`], none blocked).
+    pub fn next_ready(&self, now: Instant, force: bool) -> Option<Instant> {
+        if force || self.pool.waiters {
+            return self.ready_scan(now, force, |_| false).1;
+        }
+        let after = (
+            now + Duration::from_nanos(1),
+            self.fronts.least.clone(),
+            i32::MIN,
+        );
+        self.fronts
+            .ready
+            .range(after..)
+            .next()
+            .map(|(at, _, _)| *at)
+    }
+
+    /// The partitions whose queue opened since the last call (some may be empty again).
+    pub fn take_opened(&mut self) -> Vec<(Topic, i32)> {
+        std::mem::take(&mut self.opened)
+    }
+
+    /// [`Accumulator::ready`] by visiting every queue.
+    fn ready_scan(
+        &self,
+        now: Instant,
+        force: bool,
+        blocked: impl Fn(&TopicPartition) -> bool,
+    ) -> (Vec<TopicPartition>, Option<Instant>) {
         let mut ready = Vec::new();
         let mut next: Option<Instant> = None;
         for (_, _, q) in self.queues.iter() {
@@ -593,9 +692,7 @@ impl Accumulator {
             let b = q.pop_front().expect("checked");
             size += b.size();
             out.push(b);
-            if q.is_empty() {
-                self.queues.remove(&tp.0, tp.1);
-            }
+            self.reindex(&tp.0, tp.1);
         }
         out
     }
@@ -604,7 +701,11 @@ impl Accumulator {
     /// idempotence, in deadline (creation) order without. Either way a queue's deadlines
     /// never decrease, which `expire` relies on.
     pub fn reenqueue(&mut self, b: Batch) {
-        let q = self.queues.or_default(&Topic::from(&b.tp.0), b.tp.1);
+        let topic = Topic::from(&b.tp.0);
+        let q = self.queues.or_default(&topic, b.tp.1);
+        if q.is_empty() {
+            self.opened.push((topic, b.tp.1));
+        }
         let at = q
             .iter()
             .position(|o| {
@@ -616,43 +717,89 @@ impl Accumulator {
                     }
             })
             .unwrap_or(q.len());
+        let (topic, partition) = (b.tp.0.clone(), b.tp.1);
         q.insert(at, b);
+        self.reindex(&topic, partition);
     }
 
     /// Removes queued batches whose delivery deadline has passed. A partition's batches are
     /// queued in creation order, so their deadlines never decrease (a retry goes back to the
     /// front, older still): only fronts need looking at, and a step costs nothing per batch.
     pub fn expire(&mut self, now: Instant) -> Vec<Batch> {
+        let mut due: Vec<(Topic, i32)> = self
+            .fronts
+            .due
+            .iter()
+            .take_while(|(at, _, _)| *at <= now)
+            .map(|(_, t, p)| (t.clone(), *p))
+            .collect();
+        // Failed in (topic, partition) order, as the queues are.
+        due.sort_unstable();
         let mut out = Vec::new();
-        for q in self.queues.values_mut() {
-            while q.front().is_some_and(|b| b.deadline <= now) {
-                out.extend(q.pop_front());
+        for (topic, partition) in due {
+            if let Some(q) = self.queues.get_mut(&topic, partition) {
+                while q.front().is_some_and(|b| b.deadline <= now) {
+                    out.extend(q.pop_front());
+                }
             }
-        }
-        if !out.is_empty() {
-            self.queues.retain_nonempty();
+            // Also when nothing expired: the key was early (see `Fronts`).
+            self.reindex(&topic, partition);
         }
         out
     }
 
     /// Removes every queued batch (close, drop).
     pub fn take_all(&mut self) -> Vec<Batch> {
+        self.fronts.ready.clear();
+        self.fronts.due.clear();
         self.queues.take_all()
     }
 
-    /// The earliest delivery deadline of a queued batch.
+    /// The earliest delivery deadline of a queued batch, or an instant before it (see
+    /// [`Fronts`]).
     pub fn next_deadline(&self) -> Option<Instant> {
         // The fronts suffice: see `expire`.
-        self.queues
-            .iter()
-            .filter_map(|(_, _, q)| q.front())
-            .map(|b| b.deadline)
-            .min()
+        self.fronts.due.first().map(|(at, _, _)| *at)
+    }
+
+    /// Keeps a partition's index keys (see [`Fronts`]) those of its first batch after its
+    /// queue changed, and removes the queue once empty. Every change to which batch is first,
+    /// or to its retry time or fullness, is followed by this.
+    fn reindex(&mut self, topic: &str, partition: i32) {
+        let Some((t, parts)) = self.queues.0.get_key_value(topic) else {
+            return;
+        };
+        let Some(q) = parts.get(&partition) else {
+            return;
+        };
+        let keys = q.front().map(|b| (ready_at(b, self.linger), b.deadline));
+        if keys == q.keys && !q.is_empty() {
+            return;
+        }
+        let t = t.clone();
+        if let Some((ready, due)) = q.keys {
+            self.fronts.ready.remove(&(ready, t.clone(), partition));
+            self.fronts.due.remove(&(due, t.clone(), partition));
+        }
+        let parts = self.queues.0.get_mut(topic).expect("found above");
+        match keys {
+            Some((ready, due)) => {
+                self.fronts.ready.insert((ready, t.clone(), partition));
+                self.fronts.due.insert((due, t, partition));
+                parts.get_mut(&partition).expect("found above").keys = keys;
+            }
+            None => {
+                parts.remove(&partition);
+                if parts.is_empty() {
+                    self.queues.0.remove(topic);
+                }
+            }
+        }
     }
 
     /// Batches waiting for each partition.
     pub fn queue_len(&self, topic: &str, partition: i32) -> usize {
-        self.queues.get(topic, partition).map_or(0, VecDeque::len)
+        self.queues.get(topic, partition).map_or(0, |q| q.len())
     }
 
     /// Splits a rejected (MESSAGE_TOO_LARGE) batch of several records into two halves, each
@@ -731,7 +878,12 @@ impl Accumulator {
     /// Forgets the sequences of a partition's queued batches, so they are renumbered from the
     /// partition's new sequence start when next drained (after an epoch bump).
     pub fn reset_sequences(&mut self, tp: &TopicPartition) {
-        for b in self.queues.get_mut(&tp.0, tp.1).into_iter().flatten() {
+        for b in self
+            .queues
+            .get_mut(&tp.0, tp.1)
+            .into_iter()
+            .flat_map(|q| q.iter_mut())
+        {
             b.base_sequence = -1;
         }
     }
@@ -742,13 +894,11 @@ impl Accumulator {
         let Some(q) = self.queues.get_mut(&tp.0, tp.1) else {
             return Vec::new();
         };
-        let (out, keep): (VecDeque<Batch>, VecDeque<Batch>) = std::mem::take(q)
+        let (out, keep): (VecDeque<Batch>, VecDeque<Batch>) = std::mem::take(&mut q.batches)
             .into_iter()
             .partition(|b| b.unresolved && b.base_sequence >= 0);
-        *q = keep;
-        if q.is_empty() {
-            self.queues.remove(&tp.0, tp.1);
-        }
+        q.batches = keep;
+        self.reindex(&tp.0, tp.1);
         out.into()
     }
 
@@ -757,13 +907,21 @@ impl Accumulator {
     pub fn take_never_sent(&mut self) -> Vec<Batch> {
         let mut out = Vec::new();
         for q in self.queues.values_mut() {
-            let (never, keep): (VecDeque<Batch>, VecDeque<Batch>) = std::mem::take(q)
+            let (never, keep): (VecDeque<Batch>, VecDeque<Batch>) = std::mem::take(&mut q.batches)
                 .into_iter()
                 .partition(|b| b.sealed.is_none());
-            *q = keep;
+            q.batches = keep;
             out.extend(never);
         }
-        self.queues.retain_nonempty();
+        let all: Vec<(Topic, i32)> = self
+            .queues
+            .0
+            .iter()
+            .flat_map(|(t, parts)| parts.keys().map(move |p| (t.clone(), *p)))
+            .collect();
+        for (topic, partition) in all {
+            self.reindex(&topic, partition);
+        }
         out
     }
 
@@ -782,7 +940,7 @@ impl Accumulator {
     pub fn front_is_retry(&self, tp: &TopicPartition) -> bool {
         self.queues
             .get(&tp.0, tp.1)
-            .and_then(VecDeque::front)
+            .and_then(|q| q.front())
             .is_some_and(|b| b.attempts > 0)
     }
 
@@ -1090,5 +1248,89 @@ mod tests {
                 .all(|b| b.reserved % 16384 == 0 && b.reserved - b.size() < 16384),
             "growth comes in whole blocks, and wastes less than one"
         );
+    }
+
+    /// The index agrees with a visit of every queue, whatever happens to the queues: what is
+    /// ready and when the next becomes ready are the same, and the next deadline it gives is
+    /// never later than the earliest queued batch's (a late one would miss an expiry).
+    #[test]
+    fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
+        for seed in 0..40 {
+            let mut rng = crate::rng::Rng::new(seed);
+            let linger = Duration::from_millis(5);
+            let mut acc = Accumulator::new(400, 1200, linger, Compression::None, 64 << 10);
+            let mut now = Instant::ZERO;
+            let mut token = 0;
+            let mut out: Vec<Batch> = Vec::new();
+            for step in 0..400 {
+                now += Duration::from_micros(rng.below(3000));
+                let partition = rng.below(12) as i32;
+                match rng.below(10) {
+                    0..=4 => {
+                        let r = ProducerRecord::new(
+                            ["a", "b"][rng.below(2) as usize],
+                            vec![1u8; rng.below(300) as usize],
+                            1,
+                        );
+                        let r = ProducerRecord {
+                            partition: Some(partition),
+                            ..r
+                        };
+                        let deadline = now + Duration::from_millis(20 + rng.below(40));
+                        token += 1;
+                        let _ = acc.append(
+                            partition,
+                            &r,
+                            RecordToken(token),
+                            now,
+                            deadline,
+                            Block::Whole,
+                        );
+                    }
+                    5 | 6 => {
+                        let (ready, _) = acc.ready(now, false, |_| false);
+                        let taken = acc.drain(&ready, 1 + rng.below(2000) as usize);
+                        out.extend(taken);
+                    }
+                    7 if !out.is_empty() => {
+                        let mut b = out.swap_remove(rng.below(out.len() as u64) as usize);
+                        b.attempts += 1;
+                        b.retry_at = Some(now + Duration::from_millis(rng.below(10)));
+                        acc.reenqueue(b);
+                    }
+                    8 => out.extend(acc.expire(now)),
+                    _ => {
+                        let tp = (["a", "b"][rng.below(2) as usize].to_owned(), partition);
+                        acc.waiting(&[tp]);
+                    }
+                }
+                let blocked = |tp: &TopicPartition| tp.1 % 5 == 0;
+                let (ready, next) = acc.ready(now, false, blocked);
+                let (ready_all, next_all) = acc.ready_scan(now, false, blocked);
+                assert_eq!(ready, ready_all, "seed {seed} step {step}: ready");
+                assert_eq!(next, next_all, "seed {seed} step {step}: next ready");
+                let linger_next = acc.ready_scan(now, false, |_| false).1;
+                assert_eq!(
+                    acc.next_ready(now, false),
+                    linger_next,
+                    "seed {seed} step {step}"
+                );
+                let earliest = acc
+                    .queues
+                    .iter()
+                    .filter_map(|(_, _, q)| q.front())
+                    .map(|b| b.deadline)
+                    .min();
+                assert_eq!(acc.next_deadline().is_some(), earliest.is_some());
+                assert!(
+                    acc.next_deadline() <= earliest,
+                    "seed {seed} step {step}: a late deadline"
+                );
+                assert!(
+                    acc.queues.iter().all(|(_, _, q)| !q.is_empty()),
+                    "an empty queue stayed"
+                );
+            }
+        }
     }
 }

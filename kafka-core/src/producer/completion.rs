@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use kafka_proto::messages::produce_response::ProduceResponse;
+use kafka_proto::messages::produce_response::{
+    PartitionProduceResponse, ProduceResponse, TopicProduceResponse,
+};
 use kafka_proto::ErrorCode;
 
 use super::accumulator::Batch;
@@ -31,6 +33,7 @@ impl Producer {
                 ))
             })
             .collect();
+        let mut cursor = (0, None);
         for id in ids {
             let Some(b) = self.take_in_flight(id) else {
                 continue;
@@ -40,19 +43,15 @@ impl Producer {
                 .topic(&b.tp.0)
                 .map(|t| t.id)
                 .unwrap_or_default();
-            let part = resp
-                .responses
-                .iter()
-                // v13+ names topics by id, older versions by name.
-                .filter(|t| {
-                    if version >= 13 {
-                        t.topic_id == topic_id
-                    } else {
-                        t.name == b.tp.0
-                    }
-                })
-                .flat_map(|t| &t.partition_responses)
-                .find(|p| p.index == b.tp.1);
+            // v13+ names topics by id, older versions by name.
+            let is_topic = |t: &TopicProduceResponse| {
+                if version >= 13 {
+                    t.topic_id == topic_id
+                } else {
+                    t.name == b.tp.0
+                }
+            };
+            let part = answer(&resp, &mut cursor, is_topic, b.tp.1);
             let Some(p) = part else {
                 let error = DeliveryError::Broker(ErrorCode::UnknownServerError);
                 self.retry_or_fail(b, error, now, true);
@@ -330,4 +329,49 @@ fn ends_transaction(e: ErrorCode) -> bool {
             | ErrorCode::InvalidTxnState
             | ErrorCode::TransactionAbortable
     )
+}
+
+/// A partition's answer in a Produce response. Brokers answer in the request's order, which is
+/// the order batches are completed in, so the entry after the last one found (`cursor`: its
+/// topic and partition index) is tried first: a request of 10,000 partitions is then not
+/// searched 10,000 times.
+fn answer<'a>(
+    resp: &'a ProduceResponse,
+    cursor: &mut (usize, Option<usize>),
+    is_topic: impl Fn(&TopicProduceResponse) -> bool,
+    partition: i32,
+) -> Option<&'a PartitionProduceResponse> {
+    let (t, p) = *cursor;
+    let next = match p {
+        Some(p) => [(t, p + 1), (t + 1, 0)],
+        None => [(t, 0), (t, 0)],
+    };
+    for (ti, pi) in next {
+        let Some(topic) = resp.responses.get(ti).filter(|topic| is_topic(topic)) else {
+            continue;
+        };
+        if let Some(found) = topic
+            .partition_responses
+            .get(pi)
+            .filter(|x| x.index == partition)
+        {
+            *cursor = (ti, Some(pi));
+            return Some(found);
+        }
+    }
+    let (ti, pi, found) = resp
+        .responses
+        .iter()
+        .enumerate()
+        .filter(|(_, topic)| is_topic(topic))
+        .find_map(|(ti, topic)| {
+            let (pi, found) = topic
+                .partition_responses
+                .iter()
+                .enumerate()
+                .find(|(_, x)| x.index == partition)?;
+            Some((ti, pi, found))
+        })?;
+    *cursor = (ti, Some(pi));
+    Some(found)
 }

@@ -55,6 +55,10 @@ impl Producer {
             self.reset_producer_id();
             return;
         }
+        if !self.bumps_requested {
+            // Not one partition to visit: no bump was asked for since the last found none.
+            return;
+        }
         let due: Vec<TopicPartition> = self
             .sequences
             .iter()
@@ -62,6 +66,7 @@ impl Producer {
             .map(|(tp, _)| tp.clone())
             .collect();
         if due.is_empty() {
+            self.bumps_requested = self.sequences.values().any(|p| p.bump);
             return;
         }
         if epoch == i16::MAX {
@@ -122,6 +127,7 @@ impl Producer {
         }
         if let Some(p) = self.sequences.get_mut(tp) {
             p.bump = true;
+            self.bumps_requested = true;
         }
     }
 

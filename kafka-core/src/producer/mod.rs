@@ -105,6 +105,15 @@ pub struct Producer {
     next_flush: u64,
     pending: VecDeque<Pending>,
     in_flight: BTreeMap<u64, Batch>,
+    /// The in-flight batches by delivery deadline, so that neither `poll_timeout` nor `expire`
+    /// visits every one.
+    in_flight_due: std::collections::BTreeSet<(Instant, u64)>,
+    /// The queued partitions without a known leader (a superset: checked when used), and the
+    /// metadata generation it was last rebuilt at, so the sender does not look up every
+    /// queued partition's leader each time it runs.
+    leaderless: (std::collections::BTreeSet<TopicPartition>, Option<u64>),
+    /// An epoch bump may be pending for some partition (see `apply_epoch_bumps`).
+    bumps_requested: bool,
     in_flight_per_tp: BTreeMap<TopicPartition, usize>,
     producer_id: Option<(i64, i16)>,
     pid_in_flight: bool,
@@ -182,6 +191,9 @@ impl Producer {
             next_flush: 0,
             pending: VecDeque::new(),
             in_flight: BTreeMap::new(),
+            in_flight_due: Default::default(),
+            leaderless: Default::default(),
+            bumps_requested: false,
             in_flight_per_tp: BTreeMap::new(),
             producer_id: None,
             pid_in_flight: false,
@@ -461,14 +473,13 @@ impl Producer {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let now = self.now;
         let future = |t: Instant| (t > now).then_some(t);
-        let force = self.forced();
-        let (_, linger) = self.acc.ready(now, force, |_| false);
+        let linger = self.acc.next_ready(now, self.forced());
         [
             self.net.poll_timeout(),
             self.metadata.next_refresh().and_then(future),
             linger.and_then(future),
             self.acc.next_deadline(),
-            self.in_flight.values().map(|b| b.deadline).min(),
+            self.in_flight_due.first().map(|(at, _)| *at),
             // Deadlines grow in send order.
             self.pending.front().map(|p| p.deadline),
             self.pid_retry_at.and_then(future),
@@ -613,10 +624,7 @@ impl Producer {
         let lanes = self.cfg.connections_per_broker;
         // A partition without a leader (not elected yet, or it moved) waits for metadata,
         // which must then be asked for: nothing else would wake its batches.
-        let mut unknown_leader = self
-            .acc
-            .partitions()
-            .any(|(topic, partition)| self.metadata.leader(topic, partition).is_none());
+        let mut unknown_leader = self.any_leaderless();
         for tp in ready {
             match self.metadata.leader(&tp.0, tp.1) {
                 Some(node) => by_conn
@@ -657,6 +665,34 @@ impl Producer {
             }
         }
         more
+    }
+
+    /// Whether a queued partition has no known leader. The list is rebuilt from every queue
+    /// only when metadata may have taken a leader away; partitions queued since are added as
+    /// their queues open.
+    fn any_leaderless(&mut self) -> bool {
+        let (set, generation) = &mut self.leaderless;
+        let metadata = &self.metadata;
+        if *generation != Some(metadata.generation()) {
+            *generation = Some(metadata.generation());
+            self.acc.take_opened();
+            set.clear();
+            set.extend(
+                self.acc
+                    .partitions()
+                    .filter(|(t, p)| metadata.leader(t, *p).is_none())
+                    .map(|(t, p)| (t.to_owned(), p)),
+            );
+        } else {
+            for (t, p) in self.acc.take_opened() {
+                if metadata.leader(&t, p).is_none() {
+                    set.insert((t.to_string(), p));
+                }
+            }
+        }
+        let acc = &self.acc;
+        set.retain(|(t, p)| acc.queue_len(t, *p) > 0 && metadata.leader(t, *p).is_none());
+        !set.is_empty()
     }
 
     /// Writes one Produce request; whether it was written (else its batches went back).
@@ -770,6 +806,7 @@ impl Producer {
             Ok(_) => {
                 for b in batches {
                     *self.in_flight_per_tp.entry(b.tp.clone()).or_default() += 1;
+                    self.in_flight_due.insert((b.deadline, b.id));
                     self.in_flight.insert(b.id, b);
                 }
             }
@@ -894,6 +931,7 @@ impl Producer {
 
     fn take_in_flight(&mut self, id: u64) -> Option<Batch> {
         let b = self.in_flight.remove(&id)?;
+        self.in_flight_due.remove(&(b.deadline, id));
         if let Some(n) = self.in_flight_per_tp.get_mut(&b.tp) {
             *n -= 1;
             if *n == 0 {
@@ -930,12 +968,14 @@ impl Producer {
             let error = self.timeout_error(&b);
             self.fail_batch(b, error, false);
         }
-        let late: Vec<u64> = self
-            .in_flight
-            .values()
-            .filter(|b| b.deadline <= now)
-            .map(|b| b.id)
+        let mut late: Vec<u64> = self
+            .in_flight_due
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .map(|(_, id)| *id)
             .collect();
+        // In the order they were sent.
+        late.sort_unstable();
         for id in late {
             // Its response, if it comes, is ignored.
             let b = self.take_in_flight(id).expect("listed above");

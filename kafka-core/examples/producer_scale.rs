@@ -1,0 +1,110 @@
+//! The producer core at scale, for counting instructions per record with callgrind: N keyed
+//! 100-byte records spread by the default partitioner over P partitions of one broker
+//! (`kafka_sim::SingleBroker`), acks=1 and idempotence on (the defaults), `linger.ms` 5, one
+//! record each virtual microsecond. It steps the producer as a driver does: after each `send`
+//! it drains `poll_output` and asks `poll_timeout`; each 100 µs it passes time and carries bytes
+//! to and from the broker. Counting only the producer's own work:
+//!
+//! ```sh
+//! cargo build --release -p kafka-core --example producer_scale
+//! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!   --toggle-collect='kafka_core::producer::Producer::*' \
+//!   target/release/examples/producer_scale 1000 100000
+//! ```
+//!
+//! Divide the instructions by N. The cost per record should not grow with P.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kafka_core::net::{ConnId, Transmit};
+use kafka_core::producer::{Outcome, Output, ProducerEvent, ProducerRecord, SendError, Topic};
+use kafka_core::{Instant, Producer, ProducerConfig};
+use kafka_sim::{ScriptedBroker, SingleBroker};
+
+/// Carries everything the producer wants to send to the broker, and the answers back.
+fn pump(
+    p: &mut Producer,
+    cluster: &SingleBroker,
+    conns: &mut BTreeMap<ConnId, ScriptedBroker>,
+    delivered: &mut u64,
+    now: Instant,
+) {
+    while let Some(o) = p.poll_output() {
+        match o {
+            Output::Transmit(Transmit::Connect { conn, .. }) => {
+                conns.insert(conn, cluster.connection());
+                p.handle_connected(conn, now);
+            }
+            Output::Transmit(Transmit::Send { conn, bytes }) => {
+                let out = conns.get_mut(&conn).unwrap().receive(&bytes).unwrap();
+                if !out.bytes.is_empty() {
+                    p.handle_received(conn, &out.bytes, now);
+                }
+            }
+            Output::Event(ProducerEvent::Outcome(_, outcome)) => {
+                assert!(
+                    matches!(outcome, Outcome::Delivered { .. }),
+                    "every record is delivered: {outcome:?}"
+                );
+                *delivered += 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let partitions: usize = args.next().map_or(1000, |a| a.parse().expect("partitions"));
+    let n: u64 = args.next().map_or(100_000, |a| a.parse().expect("records"));
+    let cluster = SingleBroker::new("broker", 9092, partitions);
+    let cfg = ProducerConfig::from_map([("bootstrap.servers", "broker:9092"), ("linger.ms", "5")])
+        .unwrap();
+    let mut p = Producer::new(cfg);
+    let mut conns = BTreeMap::new();
+    let mut now = Instant::ZERO;
+    let mut delivered = 0;
+    let topic = Topic::from("scale");
+    let value = bytes::Bytes::from(vec![b'x'; 100]);
+    for i in 0..n {
+        let r = ProducerRecord {
+            topic: topic.clone(),
+            key: Some(bytes::Bytes::copy_from_slice(&i.to_be_bytes())),
+            value: Some(value.clone()),
+            timestamp: 1_700_000_000_000 + i as i64 / 1000,
+            ..Default::default()
+        };
+        let mut r = r;
+        // Memory runs short at many partitions (a batch.size block each, as Java's): wait for
+        // batches to go, as a driver does on BufferFull.
+        while let Err((e, back)) = p.send_or_return(r, now) {
+            assert!(matches!(e, SendError::BufferFull), "{e}");
+            r = back;
+            now += Duration::from_millis(1);
+            p.handle_timeout(now);
+            pump(&mut p, &cluster, &mut conns, &mut delivered, now);
+        }
+        pump(&mut p, &cluster, &mut conns, &mut delivered, now);
+        let wake = p.poll_timeout();
+        if i % 100 == 99 {
+            now += Duration::from_micros(100);
+            if wake.is_some_and(|t| t <= now) {
+                p.handle_timeout(now);
+            }
+            pump(&mut p, &cluster, &mut conns, &mut delivered, now);
+        }
+    }
+    let flush = now + Duration::from_secs(10);
+    p.flush(now);
+    while delivered < n && now < flush {
+        now += Duration::from_millis(1);
+        p.handle_timeout(now);
+        pump(&mut p, &cluster, &mut conns, &mut delivered, now);
+    }
+    assert_eq!(
+        delivered, n,
+        "every record delivered within 10 s of the flush"
+    );
+    println!("{n} records over {partitions} partitions delivered");
+}
