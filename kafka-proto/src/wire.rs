@@ -4,7 +4,6 @@
 //! Every length is checked against what remains before anything is allocated.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use nom::number::complete as num;
 use uuid::Uuid;
 
 pub use crate::encoder::Encoder;
@@ -27,8 +26,6 @@ pub struct Reader<'a> {
     pos: usize,
     end: usize,
 }
-
-type NomErr<'a> = nom::error::Error<&'a [u8]>;
 
 impl<'a> Reader<'a> {
     /// A reader over all of `src`.
@@ -64,51 +61,49 @@ impl<'a> Reader<'a> {
         &self.src[self.pos..self.end]
     }
 
-    /// Runs a nom parser over the rest of the input and advances past what it consumed.
-    fn parse<O>(
-        &mut self,
-        needed: usize,
-        p: impl FnOnce(&'a [u8]) -> nom::IResult<&'a [u8], O, NomErr<'a>>,
-    ) -> Result<O, DecodeError> {
-        let input = self.rest();
-        match p(input) {
-            Ok((rest, out)) => {
-                self.pos = self.end - rest.len();
-                Ok(out)
+    /// Takes the next `N` bytes. A fixed-size read is one bounds check and one load: these are
+    /// the decoder's innermost steps (a Produce answer of 10,000 partitions reads 50,000 of them).
+    #[inline]
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let rest = self.rest();
+        match rest.first_chunk::<N>() {
+            Some(a) => {
+                self.pos += N;
+                Ok(*a)
             }
-            Err(_) => Err(DecodeError::UnexpectedEnd {
-                needed: needed.saturating_sub(input.len()).max(1),
+            None => Err(DecodeError::UnexpectedEnd {
+                needed: N - rest.len(),
             }),
         }
     }
 
     /// Reads a big-endian i8.
     pub fn i8(&mut self) -> Result<i8, DecodeError> {
-        self.parse(1, num::be_i8)
+        self.array().map(i8::from_be_bytes)
     }
     /// Reads a big-endian i16.
     pub fn i16(&mut self) -> Result<i16, DecodeError> {
-        self.parse(2, num::be_i16)
+        self.array().map(i16::from_be_bytes)
     }
     /// Reads a big-endian i32.
     pub fn i32(&mut self) -> Result<i32, DecodeError> {
-        self.parse(4, num::be_i32)
+        self.array().map(i32::from_be_bytes)
     }
     /// Reads a big-endian i64.
     pub fn i64(&mut self) -> Result<i64, DecodeError> {
-        self.parse(8, num::be_i64)
+        self.array().map(i64::from_be_bytes)
     }
     /// Reads a big-endian u16.
     pub fn u16(&mut self) -> Result<u16, DecodeError> {
-        self.parse(2, num::be_u16)
+        self.array().map(u16::from_be_bytes)
     }
     /// Reads a big-endian u32.
     pub fn u32(&mut self) -> Result<u32, DecodeError> {
-        self.parse(4, num::be_u32)
+        self.array().map(u32::from_be_bytes)
     }
     /// Reads a big-endian IEEE-754 f64.
     pub fn f64(&mut self) -> Result<f64, DecodeError> {
-        self.parse(8, num::be_f64)
+        self.array().map(f64::from_be_bytes)
     }
 
     /// Reads an unsigned LEB128 varint of at most 5 bytes (a u32).
@@ -121,7 +116,7 @@ impl<'a> Reader<'a> {
     fn uvarint_n(&mut self, max_bytes: usize) -> Result<u64, DecodeError> {
         let mut value: u64 = 0;
         for i in 0..max_bytes {
-            let b = self.parse(1, num::u8)?;
+            let [b] = self.array()?;
             value |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
                 return Ok(value);
