@@ -62,8 +62,8 @@ impl Producer {
         let due: Vec<TopicPartition> = self
             .sequences
             .iter()
-            .filter(|(tp, p)| p.bump && !self.in_flight_per_tp.contains_key(*tp))
-            .map(|(tp, _)| tp.clone())
+            .filter(|((t, p), s)| s.bump && !self.in_flight_per_tp.contains(t, *p))
+            .map(|((t, p), _)| (t.to_owned(), p))
             .collect();
         if due.is_empty() {
             self.bumps_requested = self.sequences.values().any(|p| p.bump);
@@ -78,7 +78,7 @@ impl Producer {
         self.producer_id = Some((pid, new_epoch));
         for tp in due {
             self.sequences.insert(
-                tp.clone(),
+                &tp,
                 PartitionSequence {
                     epoch: new_epoch,
                     next: 0,
@@ -112,7 +112,7 @@ impl Producer {
     /// Every partition starts over at sequence 0 (a new producer id or epoch: the brokers
     /// hold no sequences for it).
     pub(super) fn restart_sequences(&mut self) {
-        let all: Vec<TopicPartition> = self.sequences.keys().cloned().collect();
+        let all: Vec<TopicPartition> = self.sequences.keys().collect();
         self.sequences.clear();
         for tp in all {
             self.resequence(&tp);

@@ -7,6 +7,7 @@
 //! call `handle_timeout` next.
 
 mod accumulator;
+mod by_partition;
 mod completion;
 mod idempotence;
 mod tokens;
@@ -26,6 +27,7 @@ use kafka_proto::ErrorCode;
 
 pub use accumulator::TopicPartition;
 use accumulator::{record_size, Accumulator, Batch, Block, NoMemory};
+use by_partition::ByPartition;
 use idempotence::{seq_add, PartitionSequence};
 pub use transaction::{GroupMetadata, TransactionError, TxnOffset, TxnToken};
 pub use types::*;
@@ -114,12 +116,12 @@ pub struct Producer {
     leaderless: (std::collections::BTreeSet<TopicPartition>, Option<u64>),
     /// An epoch bump may be pending for some partition (see `apply_epoch_bumps`).
     bumps_requested: bool,
-    in_flight_per_tp: BTreeMap<TopicPartition, usize>,
+    in_flight_per_tp: ByPartition<usize>,
     producer_id: Option<(i64, i16)>,
     pid_in_flight: bool,
     pid_failures: u32,
     pid_retry_at: Option<Instant>,
-    sequences: BTreeMap<TopicPartition, PartitionSequence>,
+    sequences: ByPartition<PartitionSequence>,
     closing: Option<Instant>,
     closed: bool,
     /// Since when a due metadata refresh has found no broker to send to.
@@ -194,12 +196,12 @@ impl Producer {
             in_flight_due: Default::default(),
             leaderless: Default::default(),
             bumps_requested: false,
-            in_flight_per_tp: BTreeMap::new(),
+            in_flight_per_tp: ByPartition::default(),
             producer_id: None,
             pid_in_flight: false,
             pid_failures: 0,
             pid_retry_at: None,
-            sequences: BTreeMap::new(),
+            sequences: ByPartition::default(),
             closing: None,
             closed: false,
             no_broker_since: None,
@@ -702,16 +704,13 @@ impl Producer {
         for b in &mut batches {
             let (mut base_sequence, mut batch_epoch) = (-1, epoch);
             if self.cfg.enable_idempotence {
-                let part = self
-                    .sequences
-                    .entry(b.tp.clone())
-                    .or_insert(PartitionSequence {
-                        epoch,
-                        next: 0,
-                        acked_next: 0,
-                        bump: false,
-                        confirmed: false,
-                    });
+                let part = self.sequences.or_insert_with(&b.tp, || PartitionSequence {
+                    epoch,
+                    next: 0,
+                    acked_next: 0,
+                    bump: false,
+                    confirmed: false,
+                });
                 batch_epoch = part.epoch;
                 base_sequence = if b.base_sequence >= 0 {
                     b.base_sequence
@@ -805,7 +804,7 @@ impl Producer {
             }
             Ok(_) => {
                 for b in batches {
-                    *self.in_flight_per_tp.entry(b.tp.clone()).or_default() += 1;
+                    *self.in_flight_per_tp.or_insert_with(&b.tp, || 0) += 1;
                     self.in_flight_due.insert((b.deadline, b.id));
                     self.in_flight.insert(b.id, b);
                 }
@@ -840,12 +839,8 @@ impl Producer {
                 // A recreated topic has no producer state on the broker: its partitions'
                 // sequences start over at 0.
                 for topic in &update.recreated {
-                    let tps: Vec<TopicPartition> = self
-                        .sequences
-                        .keys()
-                        .filter(|tp| &tp.0 == topic)
-                        .cloned()
-                        .collect();
+                    let tps: Vec<TopicPartition> =
+                        self.sequences.keys().filter(|tp| &tp.0 == topic).collect();
                     for tp in tps {
                         let part = self.sequences.get_mut(&tp).expect("listed");
                         part.next = 0;
