@@ -1028,20 +1028,32 @@ impl<T> Network<T> {
 
     /// The next instant [`Network::handle_timeout`] has work at. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let conns = self
-            .conns
-            .values()
-            .filter_map(|c| c.next_deadline(self.cfg.max_idle));
-        let retries = self.failures.values().filter_map(|f| f.retry_at);
-        conns
-            .chain(retries)
-            .chain(self.telemetry_deadline())
-            // Only while a connection is still on its way (a refused one left nothing to wait on).
-            .chain(
-                self.patience_wake
-                    .filter(|_| self.conns.values().any(|c| c.state != State::Ready)),
-            )
-            .min()
+        // One pass over the connections (a client asks after every input it is given).
+        let mut next: Option<Instant> = None;
+        let mut earliest = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        let (mut any_ready, mut any_on_its_way) = (false, false);
+        for c in self.conns.values() {
+            if let Some(t) = c.next_deadline(self.cfg.max_idle) {
+                earliest(t);
+            }
+            if c.state == State::Ready {
+                any_ready = true;
+            } else {
+                any_on_its_way = true;
+            }
+        }
+        for t in self.failures.values().filter_map(|f| f.retry_at) {
+            earliest(t);
+        }
+        // Telemetry only while a connection can carry it.
+        if let Some(t) = self.telemetry.deadline().filter(|_| any_ready) {
+            earliest(t);
+        }
+        // Only while a connection is still on its way (a refused one left nothing to wait on).
+        if let Some(t) = self.patience_wake.filter(|_| any_on_its_way) {
+            earliest(t);
+        }
+        next
     }
 
     /// Whether a network action waits for the adapter.

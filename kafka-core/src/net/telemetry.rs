@@ -60,14 +60,6 @@ impl<T> Network<T> {
         }
     }
 
-    /// The telemetry's next deadline, while a connection could carry it.
-    pub(super) fn telemetry_deadline(&self) -> Option<Instant> {
-        // Asked on every `poll_timeout`: the connections are looked at only when due.
-        self.telemetry
-            .deadline()
-            .filter(|_| self.conns.values().any(|c| c.state == State::Ready))
-    }
-
     /// Whether a telemetry push is due and can be sent: the client then passes its metrics
     /// to [`Network::push_telemetry`]. A push no connection can carry now is put off.
     pub fn telemetry_wants_push(&mut self, now: Instant) -> bool {

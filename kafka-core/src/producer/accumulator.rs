@@ -634,6 +634,13 @@ impl Accumulator {
         if force || self.pool.waiters {
             return self.ready_scan(now, force, |_| false).1;
         }
+        // Usually nothing is ready (the sender just took what was): the first key answers
+        // without a range search or a clone of the bound's name.
+        match self.fronts.ready.first() {
+            Some((at, _, _)) if *at > now => return Some(*at),
+            None => return None,
+            Some(_) => {}
+        }
         let after = (
             now + Duration::from_nanos(1),
             self.fronts.least.clone(),

@@ -473,27 +473,26 @@ impl Producer {
 
     /// When to call [`Producer::handle_timeout`] next. A pure query.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        // Asked after every input a driver passes in (each new batch, at many partitions), so
+        // it folds the candidates one by one rather than building and scanning a list.
         let now = self.now;
-        let future = |t: Instant| (t > now).then_some(t);
-        let linger = self.acc.next_ready(now, self.forced());
-        [
-            self.net.poll_timeout(),
-            self.metadata.next_refresh().and_then(future),
-            linger.and_then(future),
-            self.acc.next_deadline(),
-            self.in_flight_due.first().map(|(at, _)| *at),
-            // Deadlines grow in send order.
-            self.pending.front().map(|p| p.deadline),
-            self.pid_retry_at.and_then(future),
+        let mut next = Wake(None);
+        next.at(self.net.poll_timeout());
+        next.future(self.metadata.next_refresh(), now);
+        next.future(self.acc.next_ready(now, self.forced()), now);
+        next.at(self.acc.next_deadline());
+        next.at(self.in_flight_due.first().map(|(at, _)| *at));
+        // Deadlines grow in send order.
+        next.at(self.pending.front().map(|p| p.deadline));
+        next.future(self.pid_retry_at, now);
+        next.future(
             self.no_broker_since
-                .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger)
-                .and_then(future),
-            self.closing.filter(|_| !self.closed),
-            self.txn.as_ref().and_then(|t| t.poll_timeout()),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+                .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger),
+            now,
+        );
+        next.at(self.closing.filter(|_| !self.closed));
+        next.at(self.txn.as_ref().and_then(|t| t.poll_timeout()));
+        next.0
     }
 
     /// The main step: handle what the network reported, then expire, refresh and send.
@@ -1188,5 +1187,22 @@ impl Producer {
 impl From<RequestError> for DeliveryError {
     fn from(e: RequestError) -> Self {
         DeliveryError::Request(e)
+    }
+}
+
+/// The earliest of several optional instants, folded one at a time (see
+/// [`Producer::poll_timeout`]).
+struct Wake(Option<Instant>);
+
+impl Wake {
+    fn at(&mut self, t: Option<Instant>) {
+        if let Some(t) = t {
+            self.0 = Some(self.0.map_or(t, |n| n.min(t)));
+        }
+    }
+
+    /// Only an instant after `now`: one already due is acted on by the step that just ran.
+    fn future(&mut self, t: Option<Instant>, now: Instant) {
+        self.at(t.filter(|t| *t > now));
     }
 }
