@@ -12,8 +12,7 @@
 //!   target/release/examples/producer_scale 1000 100000
 //! ```
 //!
-//! Divide the instructions by N. The cost per record should not grow with P. `LANES=3` runs it
-//! with `connections.per.broker=3`.
+//! Divide the instructions by N. The cost per record should not grow with P.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -60,13 +59,8 @@ fn main() {
     let partitions: usize = args.next().map_or(1000, |a| a.parse().expect("partitions"));
     let n: u64 = args.next().map_or(100_000, |a| a.parse().expect("records"));
     let cluster = SingleBroker::new("broker", 9092, partitions);
-    let lanes = std::env::var("LANES").unwrap_or_else(|_| "1".into());
-    let cfg = ProducerConfig::from_map([
-        ("bootstrap.servers", "broker:9092"),
-        ("linger.ms", "5"),
-        ("connections.per.broker", lanes.as_str()),
-    ])
-    .unwrap();
+    let cfg = ProducerConfig::from_map([("bootstrap.servers", "broker:9092"), ("linger.ms", "5")])
+        .unwrap();
     let mut p = Producer::new(cfg);
     let mut conns = BTreeMap::new();
     let mut now = Instant::ZERO;
