@@ -149,9 +149,19 @@ impl<T> Connection<T> {
         let request = self.in_flight.front().map(|f| f.deadline);
         let idle = (self.state == State::Ready && self.in_flight.is_empty())
             .then_some(self.last_active + idle);
-        [setup, request, idle, self.muted_until, reauth, token]
+        // Folded pairwise rather than collected and scanned: asked for every connection each
+        // time the client's poll_timeout is.
+        [request, idle, self.muted_until, reauth, token]
             .into_iter()
-            .flatten()
-            .min()
+            .fold(setup, earliest)
+    }
+}
+
+/// The earlier of two optional instants, either if only one is set.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
     }
 }
