@@ -13,8 +13,8 @@ use super::accumulator::TopicPartition;
 /// long as the topic is wide; a negative number, which no batch carries, still works.
 #[derive(Debug)]
 pub(crate) struct ByPartition<V> {
+    /// Only topics with entries: one left empty is removed.
     topics: BTreeMap<String, Slots<V>>,
-    len: usize,
 }
 
 #[derive(Debug)]
@@ -31,7 +31,6 @@ impl<V> Default for ByPartition<V> {
     fn default() -> Self {
         ByPartition {
             topics: BTreeMap::new(),
-            len: 0,
         }
     }
 }
@@ -61,26 +60,24 @@ impl<V> Slots<V> {
         }
     }
 
-    /// The entry, made with `make` if absent; whether it was made.
-    fn or_insert_with(&mut self, partition: i32, make: impl FnOnce() -> V) -> (&mut V, bool) {
+    /// The entry, made with `make` if absent.
+    fn or_insert_with(&mut self, partition: i32, make: impl FnOnce() -> V) -> &mut V {
         match usize::try_from(partition) {
             Ok(i) => {
                 if i >= self.by_index.len() {
                     self.by_index.resize_with(i + 1, || None);
                 }
                 let slot = &mut self.by_index[i];
-                let made = slot.is_none();
-                if made {
+                if slot.is_none() {
                     self.len += 1;
                 }
-                (slot.get_or_insert_with(make), made)
+                slot.get_or_insert_with(make)
             }
             Err(_) => {
-                let made = !self.negative.contains_key(&partition);
-                if made {
+                if !self.negative.contains_key(&partition) {
                     self.len += 1;
                 }
-                (self.negative.entry(partition).or_insert_with(make), made)
+                self.negative.entry(partition).or_insert_with(make)
             }
         }
     }
@@ -129,11 +126,7 @@ impl<V> ByPartition<V> {
             self.topics.insert(tp.0.clone(), Slots::default());
         }
         let slots = self.topics.get_mut(tp.0.as_str()).expect("inserted above");
-        let (v, made) = slots.or_insert_with(tp.1, make);
-        if made {
-            self.len += 1;
-        }
-        v
+        slots.or_insert_with(tp.1, make)
     }
 
     pub fn insert(&mut self, tp: &TopicPartition, v: V) -> Option<V> {
@@ -147,7 +140,6 @@ impl<V> ByPartition<V> {
     pub fn remove(&mut self, tp: &TopicPartition) -> Option<V> {
         let slots = self.topics.get_mut(tp.0.as_str())?;
         let out = slots.remove(tp.1)?;
-        self.len -= 1;
         if slots.len == 0 {
             self.topics.remove(tp.0.as_str());
         }
@@ -155,12 +147,11 @@ impl<V> ByPartition<V> {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.topics.is_empty()
     }
 
     pub fn clear(&mut self) {
         self.topics.clear();
-        self.len = 0;
     }
 
     /// The entries in (topic, partition) order.
