@@ -25,6 +25,20 @@ pub struct Job {
     /// Security settings (`security.protocol`, `ssl.*`), the same keys for every client;
     /// passed to the child in `BENCH_SECURITY`, one `key=value` a line.
     pub security: Vec<(String, String)>,
+    /// Distinct keys the records take in turn (0: no keys); passed in `BENCH_KEYS`.
+    pub keys: u64,
+}
+
+/// The key count a child was given (`BENCH_KEYS`).
+pub fn keys_from_env() -> u64 {
+    std::env::var("BENCH_KEYS").map_or(0, |v| v.parse().expect("BENCH_KEYS: a number"))
+}
+
+/// The keys a keyed run takes in turn, the same bytes for every client.
+pub fn keys_of(j: &Job) -> Vec<Vec<u8>> {
+    (0..j.keys)
+        .map(|k| format!("key-{k}").into_bytes())
+        .collect()
 }
 
 /// The security settings a child was given (`BENCH_SECURITY`).
@@ -120,6 +134,9 @@ pub fn rdkafka_producer_config(j: &Job) -> Vec<(String, String)> {
         // never waits for the queue.
         ("queue.buffering.max.messages", "10000000"),
         ("queue.buffering.max.kbytes", "2097151"),
+        // Keys spread as Java's (and ours) spread them: murmur2, not librdkafka's crc32
+        // default, so every client's records land on the same partitions.
+        ("partitioner", "murmur2_random"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -230,11 +247,13 @@ macro_rules! ours_produce {
             } else {
                 // The API's bulk idiom (as `kafka-cli perf produce`): outcomes in send order.
                 let mut pending = $krate::Deliveries::new();
-                for _ in 0..j.count {
-                    let d = p
-                        .send(Record::new(topic.clone(), value.clone()))
-                        .await
-                        .expect("send");
+                let keys: Vec<bytes::Bytes> = keys_of(j).into_iter().map(Into::into).collect();
+                for i in 0..j.count {
+                    let mut record = Record::new(topic.clone(), value.clone());
+                    if !keys.is_empty() {
+                        record = record.key(keys[(i % j.keys) as usize].clone());
+                    }
+                    let d = p.send(record).await.expect("send");
                     pending.push(d, ());
                     if pending.len() >= WINDOW {
                         pending.next().await.expect("full").1.expect("delivered");
@@ -345,6 +364,7 @@ fn rdkafka_base_produce(j: &Job) -> Done {
         .create_with_context(Ctx(ctx.clone()))
         .expect("config");
     let value = bytes_of(j.size);
+    let keys = keys_of(j);
     let start = ctx.start;
     for i in 0..j.count {
         if j.rate > 0 {
@@ -353,8 +373,11 @@ fn rdkafka_base_produce(j: &Job) -> Done {
                 p.poll(due - Instant::now());
             }
         }
-        let mut record =
-            BaseRecord::<(), [u8], usize>::with_opaque_to(&j.topic, i as usize).payload(&value[..]);
+        let mut record = BaseRecord::<[u8], [u8], usize>::with_opaque_to(&j.topic, i as usize)
+            .payload(&value[..]);
+        if !keys.is_empty() {
+            record = record.key(&keys[(i % j.keys) as usize][..]);
+        }
         loop {
             match p.send(record) {
                 Ok(()) => break,
@@ -437,6 +460,9 @@ fn exec_cli(j: &Job) -> Done {
         }
         cmd.args(["perf", "produce", "-t", &j.topic, "--json"]);
         cmd.args(["-n", &j.count.to_string(), "-s", &j.size.to_string()]);
+        if j.keys > 0 {
+            cmd.args(["--keys", &j.keys.to_string()]);
+        }
     } else {
         x_settings(&mut cmd, j.security.clone());
         cmd.args(["perf", "consume", "-t", &j.topic, "--json"]);

@@ -19,8 +19,10 @@
 //!   one JSON line on stdout.
 
 mod clients;
+mod null;
 mod observability;
 mod report;
+mod scale;
 mod tls;
 mod txn;
 
@@ -41,6 +43,8 @@ pub struct Measured {
     pub broker_cpu_secs: Option<f64>,
     /// The slowest and fastest of those runs, in records/s.
     pub records_per_sec_range: (f64, f64),
+    /// The most TCP connections the client held at once (sampled every 20 ms).
+    pub peak_connections: usize,
 }
 
 impl Measured {
@@ -152,9 +156,11 @@ fn main() {
         Some("tls") => tls::run(&args[1..]),
         Some("txn") => txn::run(&args[1..]),
         Some("observability") => observability::run(&args[1..]),
+        Some("null") => null::run(&args[1..]),
+        Some("scale") => scale::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: kafka-bench matrix [--records N] [--rounds R] [--out FILE] | tls [--records N] [--rounds R] [--out FILE] | observability [--records N] [--rounds R] [--out FILE] | child ..."
+                "usage: kafka-bench matrix [--records N] [--rounds R] [--out FILE] | null [--records N] [--rounds R] [--sizes 100,1024] | scale [--records N] [--rounds R] [--partitions 1,100,1000,10000] [--brokers kafka,tansu] | tls [--records N] [--rounds R] [--out FILE] | observability [--records N] [--rounds R] [--out FILE] | child ..."
             );
             std::process::exit(2);
         }
@@ -176,6 +182,7 @@ fn child(a: &[String]) {
         compression: compression.clone(),
         rate: rate.parse().expect("rate"),
         security: clients::security_from_env(),
+        keys: clients::keys_from_env(),
     };
     let mut done = clients::run(&job);
     done.latencies_us.sort_unstable();
@@ -210,6 +217,57 @@ fn process_cpu_secs(pid: u32) -> f64 {
     ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
 }
 
+/// The TCP connections (established or being set up) that process `pid` holds: its socket
+/// inodes matched against the kernel's TCP tables. 0 once it has exited.
+///
+/// A peer's own tool runs as the child's child, so its descendants' sockets count too.
+pub(crate) fn tcp_connections(pid: u32) -> usize {
+    let mut pids = vec![pid];
+    let mut i = 0;
+    while let Some(&p) = pids.get(i) {
+        i += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            pids.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    let inodes: std::collections::HashSet<String> = pids
+        .iter()
+        .filter_map(|p| std::fs::read_dir(format!("/proc/{p}/fd")).ok())
+        .flatten()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    // st 01 ESTABLISHED, 02 SYN_SENT; field 9 is the inode.
+                    f.len() > 9 && matches!(f[3], "01" | "02") && inodes.contains(f[9])
+                })
+                .map(|_| ())
+                .collect::<Vec<_>>()
+        })
+        .count()
+}
+
 /// Runs one child and measures it, and the CPU time `broker_pid` spent meanwhile.
 pub(crate) fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
     let broker_before = broker_pid.map(process_cpu_secs);
@@ -229,6 +287,7 @@ pub(crate) fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
             &job.compression,
             &job.rate.to_string(),
         ])
+        .env("BENCH_KEYS", job.keys.to_string())
         .env(
             "BENCH_SECURITY",
             job.security
@@ -240,9 +299,23 @@ pub(crate) fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
         .spawn()
         .expect("spawn a child");
     let pid = child.id() as libc::pid_t;
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let sampling = sampling.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(tcp_connections(pid as u32));
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            peak
+        })
+    };
     let mut stdout = child.stdout.expect("piped");
     let mut out = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut out).expect("child output");
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    let peak_connections = sampler.join().expect("the sampler");
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid out-parameter; wait4 reaps our own child.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -274,6 +347,7 @@ pub(crate) fn measure(job: &Job, broker_pid: Option<u32>) -> Measured {
         latency_us: (job.rate > 0).then_some(lat),
         broker_cpu_secs,
         records_per_sec_range: (0.0, 0.0),
+        peak_connections,
     };
     // One run is its own slowest and fastest.
     m.records_per_sec_range = (m.records_per_sec(), m.records_per_sec());
@@ -307,6 +381,7 @@ pub(crate) fn median(runs: &[Measured]) -> Measured {
             rates.iter().copied().fold(f64::INFINITY, f64::min),
             rates.iter().copied().fold(0.0, f64::max),
         ),
+        peak_connections: runs.iter().map(|m| m.peak_connections).max().unwrap_or(0),
     }
 }
 
@@ -394,6 +469,7 @@ fn run_cell(
                     compression: compression.into(),
                     rate: 0,
                     security: Vec::new(),
+                    keys: 0,
                 },
                 target.pid(),
             );
@@ -429,6 +505,7 @@ fn run_cell(
                     compression: compression.into(),
                     rate: 0,
                     security: Vec::new(),
+                    keys: 0,
                 },
                 None,
             );
@@ -456,6 +533,23 @@ pub(crate) fn flag(a: &[String], name: &str) -> Option<String> {
         .and_then(|i| a.get(i + 1).cloned())
 }
 
+/// The commit measured (read before the run: the binaries are built from it), with a mark
+/// when the tree had changes.
+pub(crate) fn commit() -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let mut commit = git(&["rev-parse", "--short", "HEAD"]);
+    if !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+        commit.push_str(" (with uncommitted changes)");
+    }
+    commit
+}
+
 fn matrix(a: &[String]) {
     let records: u64 = flag(a, "--records").map_or(5_000_000, |v| v.parse().expect("--records N"));
     let out = flag(a, "--out").unwrap_or_else(|| "docs/benchmarks.md".into());
@@ -475,19 +569,7 @@ fn matrix(a: &[String]) {
             other => panic!("--brokers takes tansu and kafka, not {other}"),
         })
         .collect();
-    // The commit measured (read before the run: the binaries are built from it), with a
-    // mark when the tree had changes.
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .args(args)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default()
-    };
-    let mut commit = git(&["rev-parse", "--short", "HEAD"]);
-    if !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
-        commit.push_str(" (with uncommitted changes)");
-    }
+    let commit = commit();
     let began = std::time::Instant::now();
     let mut sections = Vec::new();
     let total = (sizes.len() * 4 + 1) * brokers.len();
@@ -552,6 +634,7 @@ fn matrix(a: &[String]) {
                 compression: "none".into(),
                 rate,
                 security: Vec::new(),
+                keys: 0,
             },
             None,
         );

@@ -14,7 +14,15 @@ use crate::{flag, measure, median, Measured};
 fn build(features: &[&str], target_dir: &str) -> String {
     eprintln!("building kafka-cli {features:?} into {target_dir}");
     let ok = Command::new("cargo")
-        .args(["build", "--release", "-q", "-p", "kafka-cli", "--target-dir", target_dir])
+        .args([
+            "build",
+            "--release",
+            "-q",
+            "-p",
+            "kafka-cli",
+            "--target-dir",
+            target_dir,
+        ])
         .args(features)
         .status()
         .expect("run cargo")
@@ -67,6 +75,7 @@ pub fn run(a: &[String]) {
                     compression: "none".into(),
                     rate: 0,
                     security: Vec::new(),
+                    keys: 0,
                 },
                 broker_pid,
             );
@@ -110,7 +119,10 @@ fn report(
          machine are noise; the difference is the point.\n",
         tests::kafka::version()
     );
-    let _ = writeln!(s, "| build | records/s | CPU µs/record | every round's CPU µs/record |");
+    let _ = writeln!(
+        s,
+        "| build | records/s | CPU µs/record | every round's CPU µs/record |"
+    );
     let _ = writeln!(s, "|---|---:|---:|---|");
     for (i, name) in names.iter().enumerate() {
         let all: Vec<String> = runs[i].iter().map(|m| format!("{:.3}", us(m))).collect();

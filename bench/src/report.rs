@@ -118,6 +118,7 @@ pub fn markdown(
         compression: "COMPRESSION".into(),
         rate: 0,
         security: Vec::new(),
+        keys: 0,
     };
     let cfg = |pairs: Vec<(String, String)>| {
         pairs

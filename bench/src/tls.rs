@@ -63,6 +63,7 @@ pub fn run(a: &[String]) {
                             compression: "none".into(),
                             rate: 0,
                             security: security.clone(),
+                            keys: 0,
                         },
                         broker_pid,
                     );

@@ -51,6 +51,7 @@ pub fn run(a: &[String]) {
                         compression: "none".into(),
                         rate: 0,
                         security: Vec::new(),
+                        keys: 0,
                     },
                     broker_pid,
                 );

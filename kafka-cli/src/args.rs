@@ -297,6 +297,12 @@ pub enum PerfCommand {
         /// `Deliveries` with the topic passed as a `String` per record.
         #[arg(long, value_enum, default_value_t = Idiom::Deliveries)]
         idiom: Idiom,
+        /// Gives each record a key, taken in turn from N distinct keys, so that the default
+        /// partitioner (murmur2 of the key, as Java's) spreads records over every partition as
+        /// an application with keyed records does (0: no keys; the sticky partitioner then
+        /// fills one partition's batch at a time).
+        #[arg(long, default_value_t = 0)]
+        keys: u64,
         /// The global -X settings (filled in from [`Cli::config`]).
         #[arg(skip)]
         config: Vec<String>,

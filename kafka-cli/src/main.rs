@@ -153,6 +153,7 @@ async fn run(cli: Cli) -> CliResult<()> {
                     count,
                     size,
                     idiom,
+                    keys,
                     config: _,
                     json,
                 },
@@ -163,6 +164,7 @@ async fn run(cli: Cli) -> CliResult<()> {
                 count,
                 size,
                 idiom,
+                keys,
                 config,
                 json,
             };

@@ -215,6 +215,8 @@ pub struct PerfArgs {
     pub count: u64,
     pub size: usize,
     pub idiom: Idiom,
+    /// Distinct keys taken in turn, 0 for none.
+    pub keys: u64,
     pub config: Vec<String>,
     pub json: bool,
 }
@@ -244,6 +246,11 @@ pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()>
     // One shared value and topic: records differ only in their position in the batch.
     let value = Bytes::from(vec![b'x'; a.size]);
     let topic = Topic::from(a.topic.as_str());
+    // Made before the clock starts, so a key costs the run what a key held by the application
+    // costs: a reference count.
+    let keys: Vec<Bytes> = (0..a.keys)
+        .map(|k| Bytes::from(format!("key-{k}")))
+        .collect();
     let start = Instant::now();
     let mut latencies: Vec<u32> = Vec::with_capacity(a.count as usize);
     let mut window: Deliveries<Instant> = Deliveries::new();
@@ -257,10 +264,13 @@ pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()>
         if i % 64 == 0 {
             clock = Instant::now();
         }
-        let record = match a.idiom {
+        let mut record = match a.idiom {
             Idiom::StringTopic => Record::new(a.topic.clone(), value.clone()),
             _ => Record::new(topic.clone(), value.clone()),
         };
+        if !keys.is_empty() {
+            record = record.key(keys[(i % a.keys) as usize].clone());
+        }
         let mut send = std::pin::pin!(producer.send(record));
         let d = match send.as_mut().now_or_never() {
             Some(d) => d,

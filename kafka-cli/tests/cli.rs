@@ -215,6 +215,30 @@ fn metadata_topics_and_perf(kind: Kind) {
     }
     ok(&cli(b, &["topic", "delete", "m1"], ""));
     fails_with(&cli(b, &["metadata", "-t", "m1"], ""), "does not exist");
+
+    // `perf produce --keys N` (the scale benchmark's keyed load): every record carries one of
+    // N keys in turn, and the default partitioner puts each key on one partition, the keys
+    // spread over all of them.
+    ok(&cli(b, &["topic", "create", "m2", "--partitions", "4"], ""));
+    let args = ["perf", "produce", "-t", "m2", "-n", "1000", "-s", "16"];
+    ok(&cli(b, &[&args[..], &["--keys", "40", "--json"]].concat(), ""));
+    let out = ok(&cli(
+        b,
+        &["consume", "-t", "m2", "-o", "beginning", "-e", "-f", "%k %p\\n"],
+        "",
+    ));
+    let mut partitions_of: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+        Default::default();
+    for line in out.lines() {
+        let (key, partition) = line.split_once(' ').expect("key and partition");
+        partitions_of.entry(key).or_default().insert(partition);
+    }
+    assert_eq!(out.lines().count(), 1000, "every keyed record");
+    assert_eq!(partitions_of.len(), 40, "40 distinct keys: {partitions_of:?}");
+    assert!(partitions_of.values().all(|p| p.len() == 1), "a key on one partition");
+    let used: std::collections::BTreeSet<_> = partitions_of.values().flatten().collect();
+    assert_eq!(used.len(), 4, "40 keys over all 4 partitions: {used:?}");
+    ok(&cli(b, &["topic", "delete", "m2"], ""));
 }
 
 fn consume_with_a_group_prints_its_assignment_and_resumes(kind: Kind) {

@@ -1,0 +1,171 @@
+//! The scale cell: keyed records spread over 1, 100, 1,000 and 10,000 partitions, ours
+//! (`kafka-cli perf produce --keys`, the path users run) beside librdkafka (the bench's
+//! BaseProducer with the same keys and a murmur2 partitioner: `rdkafka_performance` takes only
+//! one fixed key), on one Apache Kafka node and on Tansu. The report gives each client's CPU
+//! per record at each size and against its own at one partition, peak RSS, the connections it
+//! held and the broker's CPU.
+
+use std::fmt::Write as _;
+
+use crate::clients::{Job, CLI};
+use crate::{flag, measure, median, BrokerKind, Measured};
+
+const RDKAFKA: &str = "rdkafka-base";
+
+/// Distinct keys, taken in turn: ten or more per partition at every size.
+const KEYS: u64 = 100_000;
+
+pub fn run(a: &[String]) {
+    let records: u64 = flag(a, "--records").map_or(1_000_000, |v| v.parse().expect("--records N"));
+    let rounds: usize = flag(a, "--rounds").map_or(3, |v| v.parse().expect("--rounds N"));
+    let out = flag(a, "--out").unwrap_or_else(|| "docs/benchmarks-scale.md".into());
+    let sizes: Vec<u32> = flag(a, "--partitions").map_or(vec![1, 100, 1000, 10_000], |v| {
+        v.split(',')
+            .map(|s| s.parse().expect("partitions"))
+            .collect()
+    });
+    let brokers: Vec<BrokerKind> = flag(a, "--brokers")
+        .unwrap_or_else(|| "kafka,tansu".into())
+        .split(',')
+        .map(|b| match b {
+            "tansu" => BrokerKind::Tansu,
+            "kafka" => BrokerKind::Kafka,
+            other => panic!("--brokers takes tansu and kafka, not {other}"),
+        })
+        .collect();
+    let clients = [CLI, RDKAFKA];
+    let mut sections = Vec::new();
+    for &broker in &brokers {
+        // One Apache Kafka node for the whole section, a topic per size that every client and
+        // round writes to (10,000 partitions a client would be more than one node on this
+        // machine holds); Tansu fresh for each run, as in the matrix.
+        let kafka = (broker == BrokerKind::Kafka).then(|| tests::kafka::Cluster::start(1));
+        let mut rows = Vec::new();
+        for &partitions in &sizes {
+            eprintln!(
+                "{}: {partitions} partitions, {records} keyed 100 B records per client",
+                broker.name()
+            );
+            let topic = format!("scale-{partitions}");
+            if let Some(cluster) = &kafka {
+                cluster.create_topic(&topic, partitions, 1, &[]);
+            }
+            let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); clients.len()];
+            for round in 0..rounds {
+                let mut order: Vec<usize> = (0..clients.len()).collect();
+                order.rotate_left(round % clients.len());
+                for i in order {
+                    let tansu = kafka.is_none().then(|| {
+                        let b = tests::broker::Broker::start();
+                        b.create_topic(&topic, partitions);
+                        b
+                    });
+                    let (addr, pid) = match (&kafka, &tansu) {
+                        (Some(c), _) => (c.bootstrap.clone(), c.pid(1)),
+                        (None, Some(b)) => (b.addr.clone(), Some(b.pid())),
+                        (None, None) => unreachable!("one of the two"),
+                    };
+                    let m = measure(
+                        &Job {
+                            client: clients[i].into(),
+                            role: "produce".into(),
+                            brokers: addr,
+                            topic: topic.clone(),
+                            count: records,
+                            size: 100,
+                            acks: "1".into(),
+                            compression: "none".into(),
+                            rate: 0,
+                            security: Vec::new(),
+                            keys: KEYS,
+                        },
+                        pid,
+                    );
+                    eprintln!(
+                        "  round {round} {:>12}: {:>9.0} records/s, {:.3} CPU µs per record, {:.0} MB peak RSS, {} connections, broker {:.3} CPU µs per record",
+                        clients[i],
+                        m.records_per_sec(),
+                        us(&m),
+                        m.peak_rss_mb,
+                        m.peak_connections,
+                        broker_us(&m)
+                    );
+                    runs[i].push(m);
+                }
+            }
+            rows.push((
+                partitions,
+                runs.iter().map(|r| median(r)).collect::<Vec<_>>(),
+            ));
+        }
+        sections.push((broker, rows));
+    }
+    let md = report(&sections, records, rounds, &crate::commit());
+    std::fs::write(&out, md).expect("write the report");
+    eprintln!("wrote {out}");
+}
+
+fn us(m: &Measured) -> f64 {
+    m.cpu_secs / m.records.max(1) as f64 * 1e6
+}
+
+fn broker_us(m: &Measured) -> f64 {
+    m.broker_cpu_secs.unwrap_or(0.0) / m.records.max(1) as f64 * 1e6
+}
+
+type Section = (BrokerKind, Vec<(u32, Vec<Measured>)>);
+
+fn report(sections: &[Section], records: u64, rounds: usize, commit: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# The scale cell: keyed records over many partitions\n");
+    let _ = writeln!(
+        s,
+        "Generated by `scripts/bench scale` (`kafka-bench scale --records {records} --rounds \
+         {rounds}`) on commit {commit}, in one run on this machine. Each client sends \
+         {records} records of 100 B, each with a key taken in turn from {KEYS} distinct keys \
+         (murmur2 spreads them over every partition), acks=1, no compression, linger.ms=5, \
+         one connection: ours through `kafka-cli perf produce --keys {KEYS}` (the path users \
+         run), librdkafka through the bench's BaseProducer with `partitioner=murmur2_random` \
+         (its own `rdkafka_performance` takes one fixed key only). On Apache Kafka (one node) \
+         every client writes into one topic per size; on Tansu each run gets a fresh broker. \
+         CPU is the client's own (user and system, from `wait4`), connections the most TCP \
+         connections it held at once, the broker's CPU read from `/proc` around each run. \
+         Each figure is the median of {rounds} rounds.\n"
+    );
+    let _ = writeln!(
+        s,
+        "Goals (issue #34): ours at 10,000 partitions at most 1.3× ours at 1, below \
+         librdkafka's at every size; peak RSS within `buffer.memory` + 16 MB (48 MB); at most \
+         brokers + 1 connections (2).\n"
+    );
+    for (broker, rows) in sections {
+        let _ = writeln!(s, "## {}\n", broker.name());
+        let _ = writeln!(
+            s,
+            "| partitions | ours CPU µs/record | × ours at 1 | librdkafka CPU µs/record | ours ÷ librdkafka | ours records/s | librdkafka records/s | peak RSS MB (ours / librdkafka) | connections (ours / librdkafka) | broker CPU µs/record (ours / librdkafka) |"
+        );
+        let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---|---|---|");
+        let base = rows.first().and_then(|(_, ms)| ms.first()).map(us);
+        for (partitions, ms) in rows {
+            let (o, r) = (&ms[0], &ms[1]);
+            let _ = writeln!(
+                s,
+                "| {partitions} | {:.3} | {:.2} | {:.3} | {:.2} | {:.0} | {:.0} | {:.0} / {:.0} | {} / {} | {:.3} / {:.3} |",
+                us(o),
+                us(o) / base.unwrap_or(us(o)).max(1e-12),
+                us(r),
+                us(o) / us(r).max(1e-12),
+                o.records_per_sec(),
+                r.records_per_sec(),
+                o.peak_rss_mb,
+                r.peak_rss_mb,
+                o.peak_connections,
+                r.peak_connections,
+                broker_us(o),
+                broker_us(r)
+            );
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
