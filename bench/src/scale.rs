@@ -48,9 +48,11 @@ pub fn run(a: &[String]) {
             );
             let topic = format!("scale-{partitions}");
             if let Some(cluster) = &kafka {
-                cluster.create_topic(&topic, partitions, 1, &[]);
+                create_on_kafka(cluster, &topic, partitions);
+                warm_up(&cluster.bootstrap, &topic);
             }
             let mut runs: Vec<Vec<Measured>> = vec![Vec::new(); clients.len()];
+            let mut failed = vec![0usize; clients.len()];
             for round in 0..rounds {
                 let mut order: Vec<usize> = (0..clients.len()).collect();
                 order.rotate_left(round % clients.len());
@@ -58,6 +60,7 @@ pub fn run(a: &[String]) {
                     let tansu = kafka.is_none().then(|| {
                         let b = tests::broker::Broker::start();
                         b.create_topic(&topic, partitions);
+                        warm_up(&b.addr, &topic);
                         b
                     });
                     let (addr, pid) = match (&kafka, &tansu) {
@@ -65,8 +68,9 @@ pub fn run(a: &[String]) {
                         (None, Some(b)) => (b.addr.clone(), Some(b.pid())),
                         (None, None) => unreachable!("one of the two"),
                     };
-                    let m = measure(
-                        &Job {
+                    // A client that fails a run (records expired, say) is reported as
+                    // failed, and the cell goes on.
+                    let job = Job {
                             client: clients[i].into(),
                             role: "produce".into(),
                             brokers: addr,
@@ -78,9 +82,13 @@ pub fn run(a: &[String]) {
                             rate: 0,
                             security: Vec::new(),
                             keys: KEYS,
-                        },
-                        pid,
-                    );
+                    };
+                    let run = std::panic::catch_unwind(|| measure(&job, pid));
+                    let Ok(m) = run else {
+                        eprintln!("  round {round} {:>12}: FAILED", clients[i]);
+                        failed[i] += 1;
+                        continue;
+                    };
                     eprintln!(
                         "  round {round} {:>12}: {:>9.0} records/s, {:.3} CPU µs per record, {:.0} MB peak RSS, {} connections, broker {:.3} CPU µs per record",
                         clients[i],
@@ -93,16 +101,61 @@ pub fn run(a: &[String]) {
                     runs[i].push(m);
                 }
             }
-            rows.push((
-                partitions,
-                runs.iter().map(|r| median(r)).collect::<Vec<_>>(),
-            ));
+            let medians = runs
+                .iter()
+                .zip(&failed)
+                .map(|(r, &f)| Figures {
+                    median: (!r.is_empty()).then(|| median(r)),
+                    failed: f,
+                })
+                .collect();
+            rows.push((partitions, medians));
         }
         sections.push((broker, rows));
     }
     let md = report(&sections, records, rounds, &crate::commit());
     std::fs::write(&out, md).expect("write the report");
     eprintln!("wrote {out}");
+}
+
+/// Creates the topic on Apache Kafka. The controller takes at most 10,000 records in one
+/// operation (a topic of 10,000 partitions is 10,001), so a wider topic is created at 5,000
+/// partitions and grown with CreatePartitions (`kafka-cli topic alter`).
+fn create_on_kafka(cluster: &tests::kafka::Cluster, topic: &str, partitions: u32) {
+    cluster.create_topic(topic, partitions.min(5000), 1, &[]);
+    if partitions > 5000 {
+        let cli = std::env::var("KAFKA_CLI").expect("KAFKA_CLI: the path of a release kafka-cli");
+        let ok = std::process::Command::new(cli)
+            .args(["-b", &cluster.bootstrap, "topic", "alter", topic])
+            .args(["--partitions", &partitions.to_string()])
+            .status()
+            .expect("run kafka-cli topic alter")
+            .success();
+        assert!(ok, "growing {topic} to {partitions} partitions failed");
+    }
+}
+
+/// Writes every key once before a size is measured, untimed: a broker takes seconds to bring
+/// up a thousand new partitions (Apache Kafka answers NOT_LEADER_OR_FOLLOWER meanwhile), and
+/// the first client to write would pay for that alone (at 1,000 partitions ours, first in the
+/// round, took 48 s for 300,000 records on a fresh topic and 1.5 s on the next run).
+fn warm_up(addr: &str, topic: &str) {
+    measure(
+        &Job {
+            client: CLI.into(),
+            role: "produce".into(),
+            brokers: addr.into(),
+            topic: topic.into(),
+            count: KEYS,
+            size: 100,
+            acks: "1".into(),
+            compression: "none".into(),
+            rate: 0,
+            security: Vec::new(),
+            keys: KEYS,
+        },
+        None,
+    );
 }
 
 fn us(m: &Measured) -> f64 {
@@ -113,7 +166,13 @@ fn broker_us(m: &Measured) -> f64 {
     m.broker_cpu_secs.unwrap_or(0.0) / m.records.max(1) as f64 * 1e6
 }
 
-type Section = (BrokerKind, Vec<(u32, Vec<Measured>)>);
+/// A client's figures at one size: the median of its runs that succeeded, and how many failed.
+struct Figures {
+    median: Option<Measured>,
+    failed: usize,
+}
+
+type Section = (BrokerKind, Vec<(u32, Vec<Figures>)>);
 
 fn report(sections: &[Section], records: u64, rounds: usize, commit: &str) -> String {
     let mut s = String::new();
@@ -124,10 +183,13 @@ fn report(sections: &[Section], records: u64, rounds: usize, commit: &str) -> St
          {rounds}`) on commit {commit}, in one run on this machine. Each client sends \
          {records} records of 100 B, each with a key taken in turn from {KEYS} distinct keys \
          (murmur2 spreads them over every partition), acks=1, no compression, linger.ms=5, \
-         one connection: ours through `kafka-cli perf produce --keys {KEYS}` (the path users \
+         one connection, each client's own `batch.size` (ours and Java's 16 KiB, reserved \
+         per open batch; librdkafka's 1 MB, not reserved): ours through `kafka-cli perf produce --keys {KEYS}` (the path users \
          run), librdkafka through the bench's BaseProducer with `partitioner=murmur2_random` \
          (its own `rdkafka_performance` takes one fixed key only). On Apache Kafka (one node) \
          every client writes into one topic per size; on Tansu each run gets a fresh broker. \
+         Before it is measured, every topic gets each key once (untimed), so that no client \
+         pays for the broker bringing its new partitions up. \
          CPU is the client's own (user and system, from `wait4`), connections the most TCP \
          connections it held at once, the broker's CPU read from `/proc` around each run. \
          Each figure is the median of {rounds} rounds.\n"
@@ -145,24 +207,37 @@ fn report(sections: &[Section], records: u64, rounds: usize, commit: &str) -> St
             "| partitions | ours CPU µs/record | × ours at 1 | librdkafka CPU µs/record | ours ÷ librdkafka | ours records/s | librdkafka records/s | peak RSS MB (ours / librdkafka) | connections (ours / librdkafka) | broker CPU µs/record (ours / librdkafka) |"
         );
         let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---|---|---|");
-        let base = rows.first().and_then(|(_, ms)| ms.first()).map(us);
-        for (partitions, ms) in rows {
-            let (o, r) = (&ms[0], &ms[1]);
+        let base = rows
+            .first()
+            .and_then(|(_, f)| f[0].median.as_ref())
+            .map(us);
+        for (partitions, figures) in rows {
+            let cell = |f: &Figures, show: &dyn Fn(&Measured) -> String| match &f.median {
+                Some(m) if f.failed == 0 => show(m),
+                Some(m) => format!("{} ({} failed)", show(m), f.failed),
+                None => format!("failed ({} of {rounds})", f.failed),
+            };
+            let (o, r) = (&figures[0], &figures[1]);
+            let ratio = |num: Option<f64>, den: Option<f64>| match (num, den) {
+                (Some(a), Some(b)) => format!("{:.2}", a / b.max(1e-12)),
+                _ => "–".into(),
+            };
+            let (ou, ru) = (o.median.as_ref().map(us), r.median.as_ref().map(us));
+            let both = |show: &dyn Fn(&Measured) -> String| {
+                format!("{} / {}", cell(o, show), cell(r, show))
+            };
             let _ = writeln!(
                 s,
-                "| {partitions} | {:.3} | {:.2} | {:.3} | {:.2} | {:.0} | {:.0} | {:.0} / {:.0} | {} / {} | {:.3} / {:.3} |",
-                us(o),
-                us(o) / base.unwrap_or(us(o)).max(1e-12),
-                us(r),
-                us(o) / us(r).max(1e-12),
-                o.records_per_sec(),
-                r.records_per_sec(),
-                o.peak_rss_mb,
-                r.peak_rss_mb,
-                o.peak_connections,
-                r.peak_connections,
-                broker_us(o),
-                broker_us(r)
+                "| {partitions} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(o, &|m| format!("{:.3}", us(m))),
+                ratio(ou, base),
+                cell(r, &|m| format!("{:.3}", us(m))),
+                ratio(ou, ru),
+                cell(o, &|m| format!("{:.0}", m.records_per_sec())),
+                cell(r, &|m| format!("{:.0}", m.records_per_sec())),
+                both(&|m| format!("{:.0}", m.peak_rss_mb)),
+                both(&|m| m.peak_connections.to_string()),
+                both(&|m| format!("{:.3}", broker_us(m))),
             );
         }
         let _ = writeln!(s);
