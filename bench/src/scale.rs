@@ -71,17 +71,17 @@ pub fn run(a: &[String]) {
                     // A client that fails a run (records expired, say) is reported as
                     // failed, and the cell goes on.
                     let job = Job {
-                            client: clients[i].into(),
-                            role: "produce".into(),
-                            brokers: addr,
-                            topic: topic.clone(),
-                            count: records,
-                            size: 100,
-                            acks: "1".into(),
-                            compression: "none".into(),
-                            rate: 0,
-                            security: Vec::new(),
-                            keys: KEYS,
+                        client: clients[i].into(),
+                        role: "produce".into(),
+                        brokers: addr,
+                        topic: topic.clone(),
+                        count: records,
+                        size: 100,
+                        acks: "1".into(),
+                        compression: "none".into(),
+                        rate: 0,
+                        security: Vec::new(),
+                        keys: KEYS,
                     };
                     let run = std::panic::catch_unwind(|| measure(&job, pid));
                     let Ok(m) = run else {
@@ -207,10 +207,7 @@ fn report(sections: &[Section], records: u64, rounds: usize, commit: &str) -> St
             "| partitions | ours CPU µs/record | × ours at 1 | librdkafka CPU µs/record | ours ÷ librdkafka | ours records/s | librdkafka records/s | peak RSS MB (ours / librdkafka) | connections (ours / librdkafka) | broker CPU µs/record (ours / librdkafka) |"
         );
         let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---|---|---|");
-        let base = rows
-            .first()
-            .and_then(|(_, f)| f[0].median.as_ref())
-            .map(us);
+        let base = rows.first().and_then(|(_, f)| f[0].median.as_ref()).map(us);
         for (partitions, figures) in rows {
             let cell = |f: &Figures, show: &dyn Fn(&Measured) -> String| match &f.median {
                 Some(m) if f.failed == 0 => show(m),

@@ -221,10 +221,23 @@ fn metadata_topics_and_perf(kind: Kind) {
     // spread over all of them.
     ok(&cli(b, &["topic", "create", "m2", "--partitions", "4"], ""));
     let args = ["perf", "produce", "-t", "m2", "-n", "1000", "-s", "16"];
-    ok(&cli(b, &[&args[..], &["--keys", "40", "--json"]].concat(), ""));
+    ok(&cli(
+        b,
+        &[&args[..], &["--keys", "40", "--json"]].concat(),
+        "",
+    ));
     let out = ok(&cli(
         b,
-        &["consume", "-t", "m2", "-o", "beginning", "-e", "-f", "%k %p\\n"],
+        &[
+            "consume",
+            "-t",
+            "m2",
+            "-o",
+            "beginning",
+            "-e",
+            "-f",
+            "%k %p\\n",
+        ],
         "",
     ));
     let mut partitions_of: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
@@ -234,8 +247,15 @@ fn metadata_topics_and_perf(kind: Kind) {
         partitions_of.entry(key).or_default().insert(partition);
     }
     assert_eq!(out.lines().count(), 1000, "every keyed record");
-    assert_eq!(partitions_of.len(), 40, "40 distinct keys: {partitions_of:?}");
-    assert!(partitions_of.values().all(|p| p.len() == 1), "a key on one partition");
+    assert_eq!(
+        partitions_of.len(),
+        40,
+        "40 distinct keys: {partitions_of:?}"
+    );
+    assert!(
+        partitions_of.values().all(|p| p.len() == 1),
+        "a key on one partition"
+    );
     let used: std::collections::BTreeSet<_> = partitions_of.values().flatten().collect();
     assert_eq!(used.len(), 4, "40 keys over all 4 partitions: {used:?}");
     ok(&cli(b, &["topic", "delete", "m2"], ""));
