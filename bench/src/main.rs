@@ -527,6 +527,19 @@ fn run_cell(
     }
 }
 
+/// `--brokers tansu,kafka`: the brokers a cell runs on, in order, `default` when absent.
+pub(crate) fn brokers_flag(a: &[String], default: &str) -> Vec<BrokerKind> {
+    flag(a, "--brokers")
+        .unwrap_or_else(|| default.into())
+        .split(',')
+        .map(|b| match b {
+            "tansu" => BrokerKind::Tansu,
+            "kafka" => BrokerKind::Kafka,
+            other => panic!("--brokers takes tansu and kafka, not {other}"),
+        })
+        .collect()
+}
+
 pub(crate) fn flag(a: &[String], name: &str) -> Option<String> {
     a.iter()
         .position(|x| x == name)
@@ -560,15 +573,7 @@ fn matrix(a: &[String]) {
     let sizes: Vec<usize> = flag(a, "--sizes").map_or(vec![10, 100, 1024, 10240], |v| {
         v.split(',').map(|s| s.parse().expect("sizes")).collect()
     });
-    let brokers: Vec<BrokerKind> = flag(a, "--brokers")
-        .unwrap_or_else(|| "tansu,kafka".into())
-        .split(',')
-        .map(|b| match b {
-            "tansu" => BrokerKind::Tansu,
-            "kafka" => BrokerKind::Kafka,
-            other => panic!("--brokers takes tansu and kafka, not {other}"),
-        })
-        .collect();
+    let brokers = brokers_flag(a, "tansu,kafka");
     let commit = commit();
     let began = std::time::Instant::now();
     let mut sections = Vec::new();

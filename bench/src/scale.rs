@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::clients::{Job, CLI};
-use crate::{flag, measure, median, BrokerKind, Measured};
+use crate::{brokers_flag, flag, measure, median, BrokerKind, Measured};
 
 const RDKAFKA: &str = "rdkafka-base";
 
@@ -24,15 +24,7 @@ pub fn run(a: &[String]) {
             .map(|s| s.parse().expect("partitions"))
             .collect()
     });
-    let brokers: Vec<BrokerKind> = flag(a, "--brokers")
-        .unwrap_or_else(|| "kafka,tansu".into())
-        .split(',')
-        .map(|b| match b {
-            "tansu" => BrokerKind::Tansu,
-            "kafka" => BrokerKind::Kafka,
-            other => panic!("--brokers takes tansu and kafka, not {other}"),
-        })
-        .collect();
+    let brokers = brokers_flag(a, "kafka,tansu");
     let clients = [CLI, RDKAFKA];
     let mut sections = Vec::new();
     for &broker in &brokers {
@@ -70,19 +62,7 @@ pub fn run(a: &[String]) {
                     };
                     // A client that fails a run (records expired, say) is reported as
                     // failed, and the cell goes on.
-                    let job = Job {
-                        client: clients[i].into(),
-                        role: "produce".into(),
-                        brokers: addr,
-                        topic: topic.clone(),
-                        count: records,
-                        size: 100,
-                        acks: "1".into(),
-                        compression: "none".into(),
-                        rate: 0,
-                        security: Vec::new(),
-                        keys: KEYS,
-                    };
+                    let job = keyed_job(clients[i], &addr, &topic, records);
                     let run = std::panic::catch_unwind(|| measure(&job, pid));
                     let Ok(m) = run else {
                         eprintln!("  round {round} {:>12}: FAILED", clients[i]);
@@ -140,22 +120,25 @@ fn create_on_kafka(cluster: &tests::kafka::Cluster, topic: &str, partitions: u32
 /// the first client to write would pay for that alone (at 1,000 partitions ours, first in the
 /// round, took 48 s for 300,000 records on a fresh topic and 1.5 s on the next run).
 fn warm_up(addr: &str, topic: &str) {
-    measure(
-        &Job {
-            client: CLI.into(),
-            role: "produce".into(),
-            brokers: addr.into(),
-            topic: topic.into(),
-            count: KEYS,
-            size: 100,
-            acks: "1".into(),
-            compression: "none".into(),
-            rate: 0,
-            security: Vec::new(),
-            keys: KEYS,
-        },
-        None,
-    );
+    measure(&keyed_job(CLI, addr, topic, KEYS), None);
+}
+
+/// One client's run of the cell: `count` records of 100 B keyed in turn from [`KEYS`], acks=1,
+/// no compression, unthrottled.
+fn keyed_job(client: &str, addr: &str, topic: &str, count: u64) -> Job {
+    Job {
+        client: client.into(),
+        role: "produce".into(),
+        brokers: addr.into(),
+        topic: topic.into(),
+        count,
+        size: 100,
+        acks: "1".into(),
+        compression: "none".into(),
+        rate: 0,
+        security: Vec::new(),
+        keys: KEYS,
+    }
 }
 
 fn us(m: &Measured) -> f64 {
