@@ -1901,3 +1901,34 @@ fn written_then_answered_leaves_the_record_possibly_sent(code: i16, error: Error
 fn request_timed_out_from_the_broker_leaves_the_record_possibly_sent() {
     written_then_answered_leaves_the_record_possibly_sent(7, ErrorCode::RequestTimedOut);
 }
+
+/// A batch ready only because its linger.ms passed waits while its leader's connection has a
+/// request in flight, up to a second linger.ms: the broker serves that connection's requests one
+/// at a time, and the batches that become ready meanwhile then go in one request (with keys over
+/// 1,000 partitions nearly every batch lingers alone, and each went in a request of its own).
+/// A full batch does not wait, nor does anything without a request in flight.
+#[test]
+fn a_lingered_batch_waits_a_second_linger_behind_a_request_in_flight() {
+    let mut h = Harness::new(&[("linger.ms", "20")], 2);
+    warm(&mut h);
+    let to = |p: i32, v: &str| ProducerRecord {
+        partition: Some(p),
+        ..ProducerRecord::new("t", v.to_owned(), 1_700_000_000_000)
+    };
+    // A request on its way that is never answered.
+    h.cluster.lock().unwrap().faults.push_back(Fault::Ignore);
+    h.p.send(to(0, "unanswered"), h.now).unwrap();
+    h.ms(20);
+    let before = h.produce_count();
+    assert_eq!(h.p.poll_timeout().map(|t| t > h.now), Some(true));
+    let start = h.now;
+    h.p.send(to(1, "held"), h.now).unwrap();
+    h.advance_to(start + Duration::from_millis(39));
+    assert_eq!(
+        h.produce_count(),
+        before,
+        "held behind the request in flight"
+    );
+    h.advance_to(start + Duration::from_millis(40));
+    assert_eq!(h.produce_count(), before + 1, "sent at twice linger.ms");
+}

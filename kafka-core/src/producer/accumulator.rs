@@ -591,6 +591,18 @@ impl Accumulator {
         }
     }
 
+    /// Until when a partition's first batch, ready because its `linger.ms` has passed, may be
+    /// held back while a request is in flight on its leader's connection (see
+    /// `Producer::send_round`): twice `linger.ms` from its opening. None for a batch that may
+    /// not wait: a full one, a retry, or any while a send waits for memory.
+    pub fn hold_until(&self, tp: &TopicPartition) -> Option<Instant> {
+        if self.pool.waiters {
+            return None;
+        }
+        let b = self.queues.get(&tp.0, tp.1)?.front()?;
+        (b.retry_at.is_none() && !b.full).then(|| b.created + self.linger * 2)
+    }
+
     /// The partitions with queued batches.
     pub fn partitions(&self) -> impl Iterator<Item = (&str, i32)> + '_ {
         self.queues.iter().map(|(t, p, _)| (t, p))

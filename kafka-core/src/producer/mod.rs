@@ -132,6 +132,10 @@ pub struct Producer {
     /// When the next open batch's linger.ms ends, as of the last step. A send after it runs
     /// the step: sends advance `now` without stepping, and `poll_timeout` only looks ahead.
     linger_at: Option<Instant>,
+    /// Until when ready batches are held back while their leader's connection has a request in
+    /// flight, as of the last step (see [`Producer::send_round`]). A send after it runs the
+    /// step, as after `linger_at`.
+    holding: Option<Instant>,
     /// The broker refused sequence 0 as UNKNOWN_PRODUCER_ID: a new producer id is due once
     /// nothing is in flight.
     pid_unknown: bool,
@@ -207,6 +211,7 @@ impl Producer {
             no_broker_since: None,
             stalled_since: BTreeMap::new(),
             linger_at: None,
+            holding: None,
             pid_unknown: false,
             pending_topics: BTreeMap::new(),
             used: None,
@@ -331,7 +336,8 @@ impl Producer {
         };
         // Only a new batch, or one just filled to batch.size, wakes the sender; appending to
         // an open batch changes nothing it would act on.
-        if wake || self.linger_at.is_some_and(|t| t <= now) {
+        let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
+        if wake || due(self.linger_at) || due(self.holding) {
             self.drive(now);
         }
         Ok(token)
@@ -480,6 +486,7 @@ impl Producer {
         next.at(self.net.poll_timeout());
         next.future(self.metadata.next_refresh(), now);
         next.future(self.acc.next_ready(now, self.forced()), now);
+        next.future(self.holding, now);
         next.at(self.acc.next_deadline());
         next.at(self.in_flight_due.first().map(|(at, _)| *at));
         // Deadlines grow in send order.
@@ -641,6 +648,14 @@ impl Producer {
         // Whether a partition sent from this round has more queued behind (only then may
         // another round send anything).
         let mut more = false;
+        // Batches that are ready only because their linger.ms passed wait, up to a second
+        // linger.ms, while their connection has a request in flight: a broker serves one
+        // request per connection at a time, so a Produce sent now would wait behind it there
+        // anyway, and the batches that become ready meanwhile go with it in one request. With
+        // keys spread over 1,000 partitions nearly every batch lingers alone, and sending each
+        // as its linger ends made a request per few records, costing both sides CPU.
+        let may_hold = !force && !self.cfg.linger.is_zero();
+        self.holding = None;
         for ((node, lane), partitions) in by_conn {
             let purpose = Purpose::lane(lane);
             let Some(conn) = self.net.ready(node, purpose, now) else {
@@ -657,6 +672,14 @@ impl Producer {
                 continue;
             };
             self.stalled_since.remove(&(node, lane));
+            if may_hold && self.net.in_flight(conn) > 0 {
+                // None (the least) if any of them may not wait.
+                let until = (partitions.iter().map(|tp| self.acc.hold_until(tp)).min()).flatten();
+                if let Some(until) = until.filter(|t| *t > now) {
+                    self.holding = Some(self.holding.map_or(until, |h| h.min(until)));
+                    continue;
+                }
+            }
             let batches = self.acc.drain(&partitions, self.cfg.max_request_size);
             // A request that could not be written (its batches went back) is no progress.
             if !batches.is_empty() && self.send_batches(conn, batches, now) {
