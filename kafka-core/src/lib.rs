@@ -63,8 +63,10 @@ pub mod admin;
 #[doc(hidden)] // internal: the retry schedule behind NetConfig, not a stable API
 pub mod backoff;
 pub mod config;
+mod coordinator;
 pub mod fetcher;
 pub mod group;
+mod lookup;
 pub mod metadata;
 pub mod metrics;
 pub mod net;

@@ -29,7 +29,7 @@ use kafka_proto::messages::offset_commit_request::{
 use kafka_proto::messages::offset_fetch_request::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kafka_proto::ErrorCode;
 
-use super::{AdminError, AdminResult, NodeId, OpId, Tag};
+use super::{AdminError, AdminResult, NodeId, OffsetSpec, OpId, Tag};
 
 /// A topic partition: (topic, partition).
 pub type TopicPartition = (String, i32);
@@ -87,27 +87,6 @@ pub struct GroupDescription {
     pub consumer_protocol: bool,
 }
 
-/// Which offset of a partition to list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetSpec {
-    /// The log start.
-    Earliest,
-    /// The log end (the high watermark).
-    Latest,
-    /// The first offset whose timestamp is at or after this (epoch ms); the log end if none.
-    Timestamp(i64),
-}
-
-impl OffsetSpec {
-    fn wire(self) -> i64 {
-        match self {
-            OffsetSpec::Earliest => -2,
-            OffsetSpec::Latest => -1,
-            OffsetSpec::Timestamp(t) => t,
-        }
-    }
-}
-
 /// What a group operation does once it has the coordinator.
 #[derive(Debug, Clone)]
 pub(super) enum GroupAction {
@@ -155,7 +134,7 @@ pub(super) struct ListOffsetsOp {
 }
 
 pub(super) fn find_group(group: &str) -> FindCoordinatorRequest {
-    crate::group::find_coordinator_request(group)
+    crate::coordinator::find_coordinator_request(group)
 }
 
 /// The coordinator a FindCoordinator answer names (v4+ per key, older at the top level), or

@@ -23,7 +23,7 @@ use kafka_proto::messages::create_topics_request::{
 use kafka_proto::messages::delete_topics_request::{DeleteTopicState, DeleteTopicsRequest};
 use kafka_proto::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
 use kafka_proto::messages::metadata_response::MetadataResponse;
-use kafka_proto::{ErrorCode, NegotiationError};
+use kafka_proto::ErrorCode;
 use uuid::Uuid;
 
 mod configs;
@@ -32,7 +32,9 @@ mod groups;
 pub use configs::{AlterConfigOp, ClusterDescription, ConfigEntry, ConfigResource, ConfigSource};
 use configs::{SingleOp, SingleRequest};
 use groups::{GroupAction, GroupOp, ListGroupsOp, ListOffsetsOp};
-pub use groups::{GroupDescription, GroupListing, MemberDescription, OffsetSpec, TopicPartition};
+pub use groups::{GroupDescription, GroupListing, MemberDescription, TopicPartition};
+// Shared with the consumer's lookups, so defined below both clients; their paths here stay.
+pub use crate::lookup::{AdminError, OffsetSpec};
 
 use crate::backoff::Backoff;
 use crate::config::{AdminConfig, HostPort};
@@ -174,42 +176,6 @@ impl ClusterMetadata {
             topics,
         }
     }
-}
-
-/// Why an admin operation (or one topic of it) failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AdminError {
-    /// The broker answered with an error that retrying will not fix.
-    #[error("the broker refused: {code}{}", message.as_deref().map(|m| format!(" ({m})")).unwrap_or_default())]
-    Broker {
-        /// The error code.
-        code: ErrorCode,
-        /// The broker's message, if any.
-        message: Option<String>,
-    },
-    /// `default.api.timeout.ms` passed without an answer.
-    #[error("no answer within default.api.timeout.ms{}; is the broker reachable?", last.as_deref().map(|m| format!(" (last problem: {m})")).unwrap_or_default())]
-    Timeout {
-        /// The last retriable problem seen, if any.
-        last: Option<String>,
-    },
-    /// The broker does not support the request at any version we speak.
-    #[error(transparent)]
-    Unsupported(#[from] NegotiationError),
-    /// A connection could not authenticate (SASL or TLS): fatal to the operation, as in Java.
-    #[error(transparent)]
-    Authentication(crate::net::AuthError),
-    /// The admin client was closed (dropped), or its driver stopped, before the answer.
-    #[error("the admin client is closed")]
-    Closed,
-    /// A group's offsets can be altered only while it has no members (stop its consumers
-    /// first).
-    #[error("group {group} has active members: stop its consumers, then alter its offsets")]
-    GroupNotEmpty {
-        /// The group.
-        group: String,
-    },
 }
 
 /// What an operation produced.

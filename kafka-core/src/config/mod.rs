@@ -5,17 +5,20 @@ mod admin;
 mod assignors;
 mod consumer;
 pub mod java_keys;
+mod metrics;
 pub(crate) mod parse;
 mod producer;
 mod security;
 #[cfg(feature = "tls")]
 mod tls;
+mod token;
 
 use thiserror::Error;
 
 pub use admin::AdminConfig;
 pub use assignors::{Assignor, RebalanceProtocol};
 pub use consumer::{ConsumerConfig, GroupProtocol, IsolationLevel, OffsetReset};
+pub use metrics::{MetricsConfig, RecordingLevel, Window};
 pub use parse::HostPort;
 pub use producer::{Acks, MetadataRecoveryStrategy, ProducerConfig, ProducerConfigBuilder};
 pub use security::{
@@ -23,6 +26,7 @@ pub use security::{
 };
 #[cfg(feature = "tls")]
 pub use tls::TlsClient;
+pub use token::{OAuthToken, TokenFuture, TokenProvider};
 
 /// A configuration key or value was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -77,7 +81,7 @@ macro_rules! config_table {
             pub security: $crate::config::SecurityConfig,
             /// `metrics.sample.window.ms`, `metrics.num.samples`, `metrics.recording.level`,
             /// `enable.metrics.push`.
-            pub metrics: $crate::metrics::MetricsConfig,
+            pub metrics: $crate::config::MetricsConfig,
             /// The keys that were set explicitly (Java treats defaults and explicit values differently).
             explicit: std::collections::BTreeSet<&'static str>,
             /// Keys accepted without effect (another client's, or Java keys this client has
@@ -94,7 +98,7 @@ macro_rules! config_table {
                 $name {
                     $( $field: ($parse)($key, $default).expect(concat!("the default of ", $key, " parses")), )*
                     security: $crate::config::SecurityConfig::defaults(),
-                    metrics: $crate::metrics::MetricsConfig::default(),
+                    metrics: $crate::config::MetricsConfig::default(),
                     explicit: Default::default(),
                     notes: Vec::new(),
                 }

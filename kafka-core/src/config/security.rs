@@ -192,7 +192,7 @@ pub struct SecurityConfig {
     /// there is no string key for a function). Without it, `sasl.oauthbearer.config` or the
     /// JAAS line's `unsecuredLoginStringClaim_sub` make unsecured tokens, and otherwise tokens
     /// come only through `set_oauth_token`.
-    pub token_provider: Option<crate::sasl::TokenProvider>,
+    pub token_provider: Option<super::TokenProvider>,
     /// The TLS client built from [`SecurityConfig::tls`] (certificates parsed, files read),
     /// when the protocol uses TLS.
     #[cfg(feature = "tls")]

@@ -12,8 +12,8 @@ use crate::config::{ConsumerConfig, OffsetReset};
 use crate::group::member::Member;
 use crate::group::membership::{GroupEvent, GroupRequest};
 use crate::group::offsets::{CommitId, LookupId, OffsetEvent, OffsetRequest, Offsets};
+use crate::group::GroupMetadata;
 use crate::net::{ConnId, Purpose, SendError};
-use crate::producer::GroupMetadata;
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 

@@ -14,7 +14,7 @@ use kafka_proto::messages::list_offsets_response::ListOffsetsResponse;
 use kafka_proto::ErrorCode;
 
 use super::{FetchEvent, Fetcher, Tag};
-use crate::admin::{AdminError, OffsetSpec};
+use crate::lookup::{AdminError, OffsetSpec};
 use crate::net::NodeId;
 use crate::time::Instant;
 use crate::topic::TopicPartition;

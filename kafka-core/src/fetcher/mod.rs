@@ -171,7 +171,7 @@ pub enum FetchEvent {
     ),
     /// A lookup asked for with [`Fetcher::lookup_offsets`] finished: per partition, the
     /// offset and its record's timestamp (`None`: no record at or after the time asked).
-    Offsets(OffsetsId, Result<FoundOffsets, crate::admin::AdminError>),
+    Offsets(OffsetsId, Result<FoundOffsets, crate::lookup::AdminError>),
     /// The group membership stopped for good (for example FENCED_INSTANCE_ID).
     GroupFailed(ErrorCode),
     /// As the group's leader: a subscribed topic has no metadata (it does not exist, or is

@@ -270,8 +270,8 @@ impl ConsumerMembership {
     }
 
     /// The group, epoch, member id and instance id, for a transaction's offsets.
-    pub fn group_metadata(&self) -> crate::producer::GroupMetadata {
-        crate::producer::GroupMetadata {
+    pub fn group_metadata(&self) -> super::GroupMetadata {
+        super::GroupMetadata {
             group_id: self.group_id.clone(),
             generation_id: if self.epoch > 0 { self.epoch } else { -1 },
             member_id: self.member_id.clone(),

@@ -132,7 +132,7 @@ impl Member {
     }
 
     /// The group metadata a transaction's offsets carry.
-    pub fn group_metadata(&self) -> crate::producer::GroupMetadata {
+    pub fn group_metadata(&self) -> super::GroupMetadata {
         each!(self, m => m.group_metadata())
     }
 

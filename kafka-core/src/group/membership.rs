@@ -292,8 +292,8 @@ impl Membership {
     }
 
     /// The group, generation, member id and instance id, for a transaction's offsets.
-    pub fn group_metadata(&self) -> crate::producer::GroupMetadata {
-        crate::producer::GroupMetadata {
+    pub fn group_metadata(&self) -> super::GroupMetadata {
+        super::GroupMetadata {
             group_id: self.group_id.clone(),
             generation_id: self.generation,
             member_id: self.member_id.clone(),

@@ -12,32 +12,32 @@ pub mod payload;
 
 pub use assignor::{Assignment, Assignor, Member, RebalanceProtocol, TopicPartition};
 
-use kafka_proto::messages::find_coordinator_request::FindCoordinatorRequest;
-use kafka_proto::messages::find_coordinator_response::FindCoordinatorResponse;
-use kafka_proto::ErrorCode;
+pub(crate) use crate::coordinator::{find_coordinator_request, found_coordinator};
 
-use crate::config::HostPort;
-
-/// FindCoordinator for a group (key type 0), with the key both ways: `key` up to v3,
-/// `coordinator_keys` from v4 (the encoder writes whichever the version has).
-pub(crate) fn find_coordinator_request(group: &str) -> FindCoordinatorRequest {
-    FindCoordinatorRequest {
-        key: group.to_owned(),
-        key_type: 0,
-        coordinator_keys: vec![group.to_owned()],
-        ..Default::default()
-    }
+/// What a consumer's group says about the member whose progress a transaction commits
+/// (KIP-447): the group coordinator refuses offsets from a member of an older generation, so a
+/// zombie's transaction cannot commit its input offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMetadata {
+    /// `group.id`.
+    pub group_id: String,
+    /// The group generation the member is in, or -1 outside group management.
+    pub generation_id: i32,
+    /// The member id the coordinator gave, or empty.
+    pub member_id: String,
+    /// `group.instance.id`, for static members.
+    pub group_instance_id: Option<String>,
 }
 
-/// What a FindCoordinator answer says of the (single) key asked: its error, the node id and
-/// the node's address. v4+ answers per key; older versions at the top level.
-pub(crate) fn found_coordinator(
-    r: &FindCoordinatorResponse,
-) -> (Option<ErrorCode>, i32, Option<HostPort>) {
-    let (code, node, host, port) = match r.coordinators.first() {
-        Some(c) => (c.error_code, c.node_id, c.host.clone(), c.port),
-        None => (r.error_code, r.node_id, r.host.clone(), r.port),
-    };
-    let addr = u16::try_from(port).ok().map(|p| HostPort::new(host, p));
-    (ErrorCode::from_code(code), node, addr)
+impl GroupMetadata {
+    /// The metadata of a group the caller is not a member of (offsets checked by group only,
+    /// as before KIP-447).
+    pub fn new(group_id: impl Into<String>) -> Self {
+        GroupMetadata {
+            group_id: group_id.into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+        }
+    }
 }

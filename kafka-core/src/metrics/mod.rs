@@ -12,7 +12,6 @@
 //! still lists the gauges, and every windowed figure reads as nothing happened.
 
 pub(crate) mod consumer;
-pub(crate) mod net;
 pub mod otlp;
 pub(crate) mod producer;
 pub mod stat;
@@ -21,9 +20,10 @@ pub(crate) mod telemetry;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-pub use stat::Window;
+// The settings are configuration, kept with every client's configuration (so that `config`
+// names nothing above it); their paths here stay.
+pub use crate::config::{MetricsConfig, RecordingLevel, Window};
 
-use crate::config::ConfigError;
 use crate::time::Instant;
 
 /// What kind of number a metric is, for exporters (OpenTelemetry, Prometheus).
@@ -138,82 +138,6 @@ fn json_str(out: &mut String, v: &str) {
         }
     }
     out.push('"');
-}
-
-/// The metrics settings every client shares, with Java's keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MetricsConfig {
-    /// `metrics.sample.window.ms` and `metrics.num.samples`.
-    pub window: Window,
-    /// `metrics.recording.level`: `INFO` (default), `DEBUG` or `TRACE`. Every metric this
-    /// client keeps is recorded at `INFO` already; the key is validated as Java does.
-    pub recording_level: RecordingLevel,
-    /// `enable.metrics.push`: push the metrics the broker subscribes to (KIP-714).
-    pub push: bool,
-}
-
-/// `metrics.recording.level`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RecordingLevel {
-    /// `INFO`.
-    Info,
-    /// `DEBUG`.
-    Debug,
-    /// `TRACE`.
-    Trace,
-}
-
-impl Default for MetricsConfig {
-    fn default() -> Self {
-        MetricsConfig {
-            window: Window::default(),
-            recording_level: RecordingLevel::Info,
-            push: true,
-        }
-    }
-}
-
-impl MetricsConfig {
-    /// The keys, with Java's defaults.
-    pub const KEYS: &'static [(&'static str, &'static str)] = &[
-        ("metrics.sample.window.ms", "30000"),
-        ("metrics.num.samples", "2"),
-        ("metrics.recording.level", "INFO"),
-        ("enable.metrics.push", "true"),
-    ];
-
-    /// Applies `key = value` if `key` is a metrics setting (`None` otherwise).
-    pub(crate) fn set(&mut self, key: &str, value: &str) -> Option<Result<(), ConfigError>> {
-        use crate::config::parse;
-        let r = match key {
-            "metrics.sample.window.ms" => {
-                parse::millis(1)(Self::KEYS[0].0, value).map(|d| self.window.length = d)
-            }
-            "metrics.num.samples" => parse::int::<u32>(1, i32::MAX as i64)(Self::KEYS[1].0, value)
-                .map(|n| self.window.samples = n),
-            "metrics.recording.level" => {
-                let level = match value.trim().to_ascii_uppercase().as_str() {
-                    "INFO" => Some(RecordingLevel::Info),
-                    "DEBUG" => Some(RecordingLevel::Debug),
-                    "TRACE" => Some(RecordingLevel::Trace),
-                    _ => None,
-                };
-                level
-                    .map(|l| self.recording_level = l)
-                    .ok_or_else(|| ConfigError::InvalidValue {
-                        key: "metrics.recording.level",
-                        value: value.to_owned(),
-                        rule: "must be one of INFO, DEBUG, TRACE".into(),
-                    })
-            }
-            "enable.metrics.push" => {
-                parse::boolean("enable.metrics.push", value).map(|b| self.push = b)
-            }
-            _ => return None,
-        };
-        Some(r)
-    }
 }
 
 impl MetricsSnapshot {

@@ -3,25 +3,8 @@
 
 use std::time::Duration;
 
+pub use crate::config::Window;
 use crate::time::Instant;
-
-/// `metrics.sample.window.ms` and `metrics.num.samples`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
-    /// How long one sample collects events.
-    pub length: Duration,
-    /// How many samples are kept (at least 1).
-    pub samples: u32,
-}
-
-impl Default for Window {
-    fn default() -> Self {
-        Window {
-            length: Duration::from_secs(30),
-            samples: 2,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 struct Sample {

@@ -18,6 +18,7 @@ mod connection;
 mod io;
 mod least_loaded;
 mod machine;
+mod metrics;
 mod telemetry;
 #[cfg(feature = "tls")]
 mod tls;
@@ -54,7 +55,6 @@ use kafka_proto::wire::Encoder;
 use kafka_proto::{encode_request_into, BrokerVersions, DecodeError, NegotiationError};
 
 use crate::config::HostPort;
-use crate::metrics::net::NetMetrics;
 use crate::metrics::telemetry::Telemetry;
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -63,6 +63,7 @@ pub use connection::Peer;
 use connection::{Connection, InFlight, State, Tag};
 pub(crate) use io::network_io;
 pub use machine::{Machine, Output};
+use metrics::NetMetrics;
 pub(crate) use types::lane;
 pub use types::{
     AuthError, ConnId, ConnectError, NetEvent, NodeId, Purpose, RequestError, SendError, Transmit,

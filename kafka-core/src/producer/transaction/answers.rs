@@ -144,7 +144,7 @@ impl Transactions {
     }
 
     pub(super) fn on_find(&mut self, kind: i8, r: &FindCoordinatorResponse, now: Instant) {
-        let (code, node, addr) = crate::group::found_coordinator(r);
+        let (code, node, addr) = crate::coordinator::found_coordinator(r);
         match (code, addr) {
             (None, Some(addr)) if node >= 0 => {
                 self.failures = 0;

@@ -36,6 +36,8 @@ mod tests;
 mod types;
 
 pub use types::*;
+// Kept at its old path: a group member hands it to the transaction.
+pub use crate::group::GroupMetadata;
 
 use answers::is_fatal;
 

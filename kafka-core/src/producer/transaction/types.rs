@@ -1,5 +1,6 @@
 //! What the application hands the transactional producer and what it hears back: call
-//! tokens, a consumer group's metadata (KIP-447), offsets, and the typed errors.
+//! tokens, offsets, and the typed errors (a consumer group's metadata, KIP-447, is the group's:
+//! [`crate::group::GroupMetadata`]).
 
 use kafka_proto::ErrorCode;
 
@@ -7,34 +8,6 @@ use kafka_proto::ErrorCode;
 /// `commit_transaction`, `abort_transaction`); its result arrives with the same token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TxnToken(pub u64);
-
-/// What a consumer's group says about the member whose progress a transaction commits
-/// (KIP-447): the group coordinator refuses offsets from a member of an older generation, so a
-/// zombie's transaction cannot commit its input offsets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupMetadata {
-    /// `group.id`.
-    pub group_id: String,
-    /// The group generation the member is in, or -1 outside group management.
-    pub generation_id: i32,
-    /// The member id the coordinator gave, or empty.
-    pub member_id: String,
-    /// `group.instance.id`, for static members.
-    pub group_instance_id: Option<String>,
-}
-
-impl GroupMetadata {
-    /// The metadata of a group the caller is not a member of (offsets checked by group only,
-    /// as before KIP-447).
-    pub fn new(group_id: impl Into<String>) -> Self {
-        GroupMetadata {
-            group_id: group_id.into(),
-            generation_id: -1,
-            member_id: String::new(),
-            group_instance_id: None,
-        }
-    }
-}
 
 /// The offset to commit for one partition: the next record to read, and the leader epoch of
 /// the last one read (-1 if unknown).

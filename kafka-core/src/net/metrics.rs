@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::stat::{Stat, Window};
-use super::Out;
-use crate::net::NodeId;
+use super::NodeId;
+use crate::metrics::stat::{Stat, Window};
+use crate::metrics::Out;
 use crate::time::Instant;
 
 /// One node's request figures.
@@ -20,7 +20,7 @@ struct NodeStats {
     latency: Stat,
 }
 
-/// Connection and request metrics, recorded by [`crate::net::Network`].
+/// Connection and request metrics, recorded by [`super::Network`].
 #[derive(Debug, Clone, Default)]
 pub struct NetMetrics {
     pub(crate) window: Window,
