@@ -6,10 +6,10 @@ use std::time::Duration;
 use kafka_core::backoff::Backoff;
 use kafka_core::config::HostPort;
 use kafka_core::net::{
-    ConnId, ConnectError, NetConfig, NetEvent, Network, Purpose, RequestError, Transmit,
+    ConnId, ConnectError, Expect, NetConfig, NetEvent, Network, Purpose, RequestError, Transmit,
 };
 use kafka_core::Instant;
-use kafka_sim::proto::api::{RequestBody, ResponseBody};
+use kafka_sim::proto::api::{Request, RequestBody, ResponseBody};
 use kafka_sim::proto::messages::metadata_request::MetadataRequest;
 use kafka_sim::proto::messages::metadata_response::MetadataResponse;
 use kafka_sim::{Reply, ScriptedBroker};
@@ -159,12 +159,12 @@ impl Harness {
         let data = ready(Purpose::Data);
         let lane = ready(Purpose::Lane(1));
         self.net
-            .send(data, &MetadataRequest::default(), 1, true, self.now)
+            .send(data, &MetadataRequest::default(), 1, self.now)
             .unwrap();
         self.pump();
         self.advance_to(Instant::from_millis(1_000));
         self.net
-            .send(lane, &MetadataRequest::default(), 2, true, self.now)
+            .send(lane, &MetadataRequest::default(), 2, self.now)
             .unwrap();
         self.pump();
         self.advance_to(Instant::from_millis(30_000));
@@ -274,7 +274,7 @@ fn api_versions_falls_back_to_the_brokers_highest_and_then_negotiates() {
     );
     let v = h
         .net
-        .send(conn, &MetadataRequest::default(), 7, true, h.now)
+        .send(conn, &MetadataRequest::default(), 7, h.now)
         .unwrap();
     assert_eq!(v, 12);
     h.pump();
@@ -329,7 +329,7 @@ fn request_timeout_closes_the_connection_and_fails_the_request() {
     );
     let conn = h.least_loaded();
     h.net
-        .send(conn, &MetadataRequest::default(), 1, true, h.now)
+        .send(conn, &MetadataRequest::default(), 1, h.now)
         .unwrap();
     h.pump();
     h.advance_to(Instant::from_millis(29_999));
@@ -377,7 +377,7 @@ fn throttled_responses_mute_the_connection() {
     let conn = h.least_loaded();
     h.net.update_nodes([(1, hp("a:1"))], h.now);
     h.net
-        .send(conn, &MetadataRequest::default(), 1, true, h.now)
+        .send(conn, &MetadataRequest::default(), 1, h.now)
         .unwrap();
     h.pump();
     assert_eq!(
@@ -561,7 +561,7 @@ fn same_seed_same_bytes() {
         for i in 0..5 {
             let c = h.least_loaded();
             h.net
-                .send(c, &MetadataRequest::default(), i, true, h.now)
+                .send(c, &MetadataRequest::default(), i, h.now)
                 .unwrap();
             h.pump();
             h.advance_to(h.now + Duration::from_millis(10));
@@ -582,8 +582,12 @@ fn an_answer_to_a_request_that_expects_none_is_skipped() {
     );
     let conn = h.least_loaded();
     let req = MetadataRequest::default();
-    h.net.send(conn, &req, 1, false, h.now).unwrap(); // the broker answers anyway
-    h.net.send(conn, &req, 2, true, h.now).unwrap();
+    let max = MetadataRequest::API_KEY.max_version();
+    // The broker answers anyway.
+    h.net
+        .send_at_most(conn, &req, 1, Expect::Nothing, max, h.now)
+        .unwrap();
+    h.net.send(conn, &req, 2, h.now).unwrap();
     h.pump();
     assert!(
         h.closes().is_empty(),
@@ -714,7 +718,7 @@ fn telemetry_that_cannot_be_sent_yet_waits_without_spinning() {
     h.advance_to(Instant::from_millis(29_000));
     for tag in 0..5 {
         h.net
-            .send(conn, &MetadataRequest::default(), tag, true, h.now)
+            .send(conn, &MetadataRequest::default(), tag, h.now)
             .unwrap();
     }
     h.pump();

@@ -171,7 +171,7 @@ fn plain_authenticates_after_api_versions_and_before_any_request() {
     h.pump(&*make);
     let conn = h.net.least_loaded(h.now).expect("ready once authenticated");
     h.net
-        .send(conn, &MetadataRequest::default(), 1, true, h.now)
+        .send(conn, &MetadataRequest::default(), 1, h.now)
         .unwrap();
     h.pump(&*make);
     let keys: Vec<i16> = h
@@ -254,7 +254,7 @@ fn reauthentication_before_the_session_ends_fails_nothing_in_flight() {
         let c = h.net.least_loaded(h.now).expect("still ready");
         assert_eq!(c, conn, "the same connection, round {round}");
         h.net
-            .send(c, &MetadataRequest::default(), round, true, h.now)
+            .send(c, &MetadataRequest::default(), round, h.now)
             .unwrap();
         h.run_until(h.now + Duration::from_millis(3_000), &*make);
         assert!(
@@ -559,7 +559,7 @@ fn no_secret_reaches_a_span_an_event_or_a_metric() {
             h.pump(&*make);
             if let Some(conn) = h.net.least_loaded(h.now) {
                 h.net
-                    .send(conn, &MetadataRequest::default(), 1, true, h.now)
+                    .send(conn, &MetadataRequest::default(), 1, h.now)
                     .unwrap();
                 h.pump(&*make);
             }

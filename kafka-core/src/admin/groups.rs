@@ -585,7 +585,7 @@ impl super::Admin {
                         return;
                     };
                     let req = find_group(&g.group);
-                    let sent = self.net.send(conn, &req, find_tag(id), true, now);
+                    let sent = self.net.send(conn, &req, find_tag(id), now);
                     return self.sent(id, None, sent, now);
                 };
                 let req = group_request(g);
@@ -597,7 +597,7 @@ impl super::Admin {
                 };
                 let sent = match &req {
                     GroupRequest::DescribeConsumer(r) => {
-                        match self.net.send(conn, r, Tag::Op(id), true, now) {
+                        match self.net.send(conn, r, Tag::Op(id), now) {
                             // A broker without KIP-848's describe: the classic one.
                             Err(super::SendError::Version(_)) => {
                                 g.classic = true;
@@ -606,10 +606,10 @@ impl super::Admin {
                             sent => sent,
                         }
                     }
-                    GroupRequest::Describe(r) => self.net.send(conn, r, Tag::Op(id), true, now),
-                    GroupRequest::Offsets(r) => self.net.send(conn, r, Tag::Op(id), true, now),
-                    GroupRequest::Delete(r) => self.net.send(conn, r, Tag::Op(id), true, now),
-                    GroupRequest::Alter(r) => self.net.send(conn, r, Tag::Op(id), true, now),
+                    GroupRequest::Describe(r) => self.net.send(conn, r, Tag::Op(id), now),
+                    GroupRequest::Offsets(r) => self.net.send(conn, r, Tag::Op(id), now),
+                    GroupRequest::Delete(r) => self.net.send(conn, r, Tag::Op(id), now),
+                    GroupRequest::Alter(r) => self.net.send(conn, r, Tag::Op(id), now),
                 };
                 match sent {
                     Ok(_) => self.ops.get_mut(&id).expect("exists").in_flight = true,
@@ -629,7 +629,7 @@ impl super::Admin {
                             continue;
                         };
                         let req = list_groups_request();
-                        let sent = self.net.send(conn, &req, Tag::Node(id, node), true, now);
+                        let sent = self.net.send(conn, &req, Tag::Node(id, node), now);
                         self.sent(id, Some(node), sent, now);
                         if !self.ops.contains_key(&id) {
                             // A broker that cannot be asked ended it: ask no other (found by
@@ -665,8 +665,8 @@ impl super::Admin {
                     };
                     let tag = Tag::Node(id, node);
                     let sent = match &req {
-                        LeaderRequest::List(r) => self.net.send(conn, r, tag, true, now),
-                        LeaderRequest::Delete(r) => self.net.send(conn, r, tag, true, now),
+                        LeaderRequest::List(r) => self.net.send(conn, r, tag, now),
+                        LeaderRequest::Delete(r) => self.net.send(conn, r, tag, now),
                     };
                     self.sent(id, Some(node), sent, now);
                 }
@@ -684,7 +684,7 @@ impl super::Admin {
             return;
         };
         let req = super::metadata_request(Some(topics.unwrap_or_default()));
-        let sent = self.net.send(conn, &req, Tag::Meta(id), true, now);
+        let sent = self.net.send(conn, &req, Tag::Meta(id), now);
         self.sent(id, None, sent, now);
     }
 

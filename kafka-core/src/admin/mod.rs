@@ -527,9 +527,9 @@ impl Admin {
                     return;
                 };
                 match op.request() {
-                    SingleRequest::Cluster(r) => self.net.send(conn, &r, Tag::Op(id), true, now),
-                    SingleRequest::Describe(r) => self.net.send(conn, &r, Tag::Op(id), true, now),
-                    SingleRequest::Alter(r) => self.net.send(conn, &r, Tag::Op(id), true, now),
+                    SingleRequest::Cluster(r) => self.net.send(conn, &r, Tag::Op(id), now),
+                    SingleRequest::Describe(r) => self.net.send(conn, &r, Tag::Op(id), now),
+                    SingleRequest::Alter(r) => self.net.send(conn, &r, Tag::Op(id), now),
                 }
             }
             Kind::Metadata(topics) => {
@@ -537,7 +537,7 @@ impl Admin {
                     return;
                 };
                 let req = metadata_request(topics);
-                self.net.send(conn, &req, Tag::Op(id), true, now)
+                self.net.send(conn, &req, Tag::Op(id), now)
             }
             Kind::Create(topics, timeout_ms) => {
                 let Some(conn) = self.controller_conn(now) else {
@@ -568,7 +568,7 @@ impl Admin {
                     validate_only: false,
                     ..Default::default()
                 };
-                self.net.send(conn, &req, Tag::Op(id), true, now)
+                self.net.send(conn, &req, Tag::Op(id), now)
             }
             Kind::ListGroups(_) | Kind::Group(_) | Kind::ListOffsets(_) => return,
             Kind::Partitions(topics, timeout_ms) => {
@@ -590,7 +590,7 @@ impl Admin {
                     validate_only: false,
                     ..Default::default()
                 };
-                self.net.send(conn, &req, Tag::Op(id), true, now)
+                self.net.send(conn, &req, Tag::Op(id), now)
             }
             Kind::Delete(names, timeout_ms) => {
                 let Some(conn) = self.controller_conn(now) else {
@@ -612,7 +612,7 @@ impl Admin {
                     timeout_ms,
                     ..Default::default()
                 };
-                self.net.send(conn, &req, Tag::Op(id), true, now)
+                self.net.send(conn, &req, Tag::Op(id), now)
             }
         };
         match sent {
@@ -652,7 +652,7 @@ impl Admin {
         }
         if let Some(conn) = self.net.least_loaded(now) {
             let req = metadata_request(Some(Vec::new()));
-            if self.net.send(conn, &req, Tag::Refresh, true, now).is_ok() {
+            if self.net.send(conn, &req, Tag::Refresh, now).is_ok() {
                 self.refreshing = true;
             }
         }

@@ -478,12 +478,11 @@ impl Fetcher {
                     .offsets
                     .poll_request(generation.as_ref().map(|(g, m)| (*g, m.as_str())), now);
                 let sent = match &req {
-                    Some(OffsetRequest::Fetch(r)) => Some((
-                        false,
-                        self.net.send(conn, r, Tag::Offsets(false), true, now),
-                    )),
+                    Some(OffsetRequest::Fetch(r)) => {
+                        Some((false, self.net.send(conn, r, Tag::Offsets(false), now)))
+                    }
                     Some(OffsetRequest::Commit(r)) => {
-                        Some((true, self.net.send(conn, r, Tag::Offsets(true), true, now)))
+                        Some((true, self.net.send(conn, r, Tag::Offsets(true), now)))
                     }
                     None => None,
                 };
@@ -507,7 +506,7 @@ impl Fetcher {
     ) -> Result<i16, SendError> {
         let net = &mut self.net;
         match req {
-            GroupRequest::FindCoordinator(r) => net.send(conn, r, Tag::Group, true, now),
+            GroupRequest::FindCoordinator(r) => net.send(conn, r, Tag::Group, now),
             // The coordinator holds a JoinGroup until the group's members have rejoined, for
             // up to the rebalance timeout: Java waits that long, plus 5 s.
             GroupRequest::JoinGroup(r) => {
@@ -517,10 +516,10 @@ impl Fetcher {
                     .max(self.cfg.max_poll_interval + std::time::Duration::from_secs(5));
                 net.send_timeout(conn, r, Tag::Group, timeout, now)
             }
-            GroupRequest::SyncGroup(r) => net.send(conn, r, Tag::Group, true, now),
-            GroupRequest::Heartbeat(r) => net.send(conn, r, Tag::Group, true, now),
-            GroupRequest::LeaveGroup(r) => net.send(conn, r, Tag::Group, true, now),
-            GroupRequest::ConsumerHeartbeat(r) => net.send(conn, r, Tag::Group, true, now),
+            GroupRequest::SyncGroup(r) => net.send(conn, r, Tag::Group, now),
+            GroupRequest::Heartbeat(r) => net.send(conn, r, Tag::Group, now),
+            GroupRequest::LeaveGroup(r) => net.send(conn, r, Tag::Group, now),
+            GroupRequest::ConsumerHeartbeat(r) => net.send(conn, r, Tag::Group, now),
         }
     }
 

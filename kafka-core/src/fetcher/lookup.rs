@@ -142,7 +142,7 @@ impl Fetcher {
                 let req = self.list_offsets_request(&tps);
                 let names: Vec<TopicPartition> = tps.into_iter().map(|(tp, _)| tp).collect();
                 let tag = Tag::Lookup(id, names.clone());
-                if self.net.send(conn, &req, tag, true, now).is_ok() {
+                if self.net.send(conn, &req, tag, now).is_ok() {
                     let l = self.lookups.open.get_mut(&id).expect("listed");
                     l.in_flight.extend(names);
                 }

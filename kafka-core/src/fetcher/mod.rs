@@ -50,7 +50,7 @@ use crate::group::offsets::{CommitError, CommitId, LookupId};
 use crate::metadata::Metadata;
 use crate::metrics::consumer::ConsumerMetrics;
 use crate::metrics::MetricsSnapshot;
-use crate::net::{lane, NetConfig, NetEvent, Network, NodeId, Purpose};
+use crate::net::{lane, Expect, NetConfig, NetEvent, Network, NodeId, Purpose};
 use crate::rng::Rng;
 use crate::time::Instant;
 use crate::topic::TopicPartition;
@@ -577,7 +577,7 @@ impl Fetcher {
         if self.metadata.next_refresh().is_some_and(|t| t <= now) {
             if let Some(conn) = self.net.least_loaded(now) {
                 if let Some(req) = self.metadata.poll_request(now) {
-                    if self.net.send(conn, &req, Tag::Metadata, true, now).is_err() {
+                    if self.net.send(conn, &req, Tag::Metadata, now).is_err() {
                         self.metadata.handle_failure(now);
                     }
                 }
@@ -627,7 +627,7 @@ impl Fetcher {
             let req = self.list_offsets_request(&asked);
             if self
                 .net
-                .send(conn, &req, Tag::ListOffsets(self.reqs(&tps)), true, now)
+                .send(conn, &req, Tag::ListOffsets(self.reqs(&tps)), now)
                 .is_ok()
             {
                 self.mark_busy(&tps);
@@ -777,7 +777,7 @@ impl Fetcher {
             let tag = Tag::Fetch(key, offsets, plan.incremental);
             if self
                 .net
-                .send_at_most(conn, &req, tag, true, max_version, now)
+                .send_at_most(conn, &req, tag, Expect::Response, max_version, now)
                 .is_ok()
             {
                 self.fetching.insert(key);

@@ -24,7 +24,14 @@ impl Fetcher {
         if resp.error_code != 0 {
             // The whole fetch failed: a fetch-session error (the next fetch is full again,
             // at once) or a broker-wide one (retried with backoff).
-            let session = matches!(resp.error_code, 70 | 71 | 106);
+            let session = matches!(
+                ErrorCode::from_code(resp.error_code),
+                Some(
+                    ErrorCode::FetchSessionIdNotFound
+                        | ErrorCode::InvalidFetchSessionEpoch
+                        | ErrorCode::FetchSessionTopicIdError
+                )
+            );
             for ((tp, gen), _) in &tps {
                 if session {
                     self.answered(tp, *gen);

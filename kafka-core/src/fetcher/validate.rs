@@ -81,7 +81,7 @@ impl Fetcher {
             };
             if self
                 .net
-                .send(conn, &req, Tag::Validate(self.reqs(&tps)), true, now)
+                .send(conn, &req, Tag::Validate(self.reqs(&tps)), now)
                 .is_ok()
             {
                 self.mark_busy(&tps);

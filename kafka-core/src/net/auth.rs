@@ -7,6 +7,7 @@ use bytes::Bytes;
 use kafka_proto::api::{ApiKey, ResponseBody};
 use kafka_proto::messages::sasl_authenticate_request::SaslAuthenticateRequest;
 use kafka_proto::messages::sasl_handshake_request::SaslHandshakeRequest;
+use kafka_proto::ErrorCode;
 
 use super::connection::{State, Tag};
 use super::{stamp, AuthError, ConnId, Network, RequestError};
@@ -88,7 +89,7 @@ impl<T> Network<T> {
     pub(super) fn on_auth(&mut self, conn: ConnId, body: ResponseBody, now: Instant) {
         match body {
             ResponseBody::SaslHandshake(r) => {
-                if r.error_code == 34 {
+                if r.error_code == ErrorCode::IllegalSaslState.code() {
                     // ILLEGAL_SASL_STATE: Kafka answers so a re-authentication sooner than a
                     // second after the last (or on a listener without sessions).
                     return self.auth_failed(conn, now, |addr, mechanism| AuthError::Protocol {

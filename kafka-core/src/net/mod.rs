@@ -52,7 +52,7 @@ use kafka_proto::api::{ApiKey, Request, ResponseBody};
 use kafka_proto::header::{decode_response_body, peek_correlation_id};
 use kafka_proto::messages::api_versions_request::ApiVersionsRequest;
 use kafka_proto::wire::Encoder;
-use kafka_proto::{encode_request_into, BrokerVersions, DecodeError, NegotiationError};
+use kafka_proto::{encode_request_into, BrokerVersions, DecodeError, ErrorCode, NegotiationError};
 
 use crate::config::HostPort;
 use crate::metrics::telemetry::Telemetry;
@@ -66,7 +66,8 @@ pub use machine::{Machine, Output};
 use metrics::NetMetrics;
 pub(crate) use types::lane;
 pub use types::{
-    AuthError, ConnId, ConnectError, NetEvent, NodeId, Purpose, RequestError, SendError, Transmit,
+    AuthError, ConnId, ConnectError, Expect, NetEvent, NodeId, Purpose, RequestError, SendError,
+    Transmit,
 };
 
 /// Byte fields (record batches) this large are sent from their own buffers, in a
@@ -281,22 +282,20 @@ impl<T> Network<T> {
         None
     }
 
-    /// Sends a request on a ready connection at the highest version both sides speak.
-    /// Returns the version used. With `expect_response` false (Produce with acks=0) the request
-    /// is complete once written, and no event follows.
+    /// Sends a request on a ready connection at the highest version both sides speak; its
+    /// response (or failure) comes as an event with `tag`. Returns the version used.
     pub fn send<R: Request>(
         &mut self,
         conn: ConnId,
         request: &R,
         tag: T,
-        expect_response: bool,
         now: Instant,
     ) -> Result<i16, SendError> {
         self.send_at_most(
             conn,
             request,
             tag,
-            expect_response,
+            Expect::Response,
             R::API_KEY.max_version(),
             now,
         )
@@ -316,7 +315,7 @@ impl<T> Network<T> {
             conn,
             request,
             tag,
-            true,
+            Expect::Response,
             R::API_KEY.max_version(),
             timeout,
             now,
@@ -324,26 +323,20 @@ impl<T> Network<T> {
     }
 
     /// [`Network::send`], at no version above `max_version` (for requests whose newest
-    /// version needs data the caller lacks, such as Produce v13's topic ids).
+    /// version needs data the caller lacks, such as Produce v13's topic ids). With
+    /// [`Expect::Nothing`] (Produce with acks=0) the request is complete once written, and no
+    /// event follows.
     pub fn send_at_most<R: Request>(
         &mut self,
         conn: ConnId,
         request: &R,
         tag: T,
-        expect_response: bool,
+        expect: Expect,
         max_version: i16,
         now: Instant,
     ) -> Result<i16, SendError> {
         let timeout = self.cfg.request_timeout;
-        self.send_impl(
-            conn,
-            request,
-            tag,
-            expect_response,
-            max_version,
-            timeout,
-            now,
-        )
+        self.send_impl(conn, request, tag, expect, max_version, timeout, now)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -352,7 +345,7 @@ impl<T> Network<T> {
         conn: ConnId,
         request: &R,
         tag: T,
-        expect_response: bool,
+        expect: Expect,
         max_version: i16,
         timeout: Duration,
         now: Instant,
@@ -375,7 +368,7 @@ impl<T> Network<T> {
             conn,
             request,
             version,
-            expect_response.then_some(Tag::User(tag)),
+            (expect == Expect::Response).then_some(Tag::User(tag)),
             timeout,
             now,
         )?;
@@ -793,7 +786,7 @@ impl<T> Network<T> {
             unreachable!("tagged as handshake")
         };
         let versions = BrokerVersions::from_response(&resp);
-        if resp.error_code == 35 {
+        if resp.error_code == ErrorCode::UnsupportedVersion.code() {
             // UNSUPPORTED_VERSION: retry once at the highest ApiVersions version the broker
             // listed (v0 if it listed none), as Java does. Only ever downwards, so no loop.
             let max = versions

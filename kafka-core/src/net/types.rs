@@ -77,6 +77,15 @@ pub enum Transmit {
     },
 }
 
+/// Whether the broker answers a request: every request but a Produce with acks=0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// A response follows, and with it an event.
+    Response,
+    /// Complete once written (Produce with acks=0): no response, no event.
+    Nothing,
+}
+
 /// Why a request got no response.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -37,7 +37,9 @@ use crate::config::{Acks, MetadataRecoveryStrategy, ProducerConfig};
 use crate::metadata::Metadata;
 use crate::metrics::producer::{BatchSent, FirstSend, ProducerMetrics};
 use crate::metrics::MetricsSnapshot;
-use crate::net::{lane, ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, RequestError};
+use crate::net::{
+    lane, ConnId, Expect, NetConfig, NetEvent, Network, NodeId, Purpose, RequestError,
+};
 use crate::partitioner::{partition_for_key, StickyPartitioner};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -554,7 +556,7 @@ impl Producer {
         };
         self.no_broker_since = None;
         if let Some(req) = self.metadata.poll_request(now) {
-            if self.net.send(conn, &req, Tag::Metadata, true, now).is_err() {
+            if self.net.send(conn, &req, Tag::Metadata, now).is_err() {
                 self.metadata.handle_failure(now);
             }
         }
@@ -579,11 +581,7 @@ impl Producer {
             producer_epoch: -1,
             ..Default::default()
         };
-        if self
-            .net
-            .send(conn, &req, Tag::InitProducerId, true, now)
-            .is_ok()
-        {
+        if self.net.send(conn, &req, Tag::InitProducerId, now).is_ok() {
             self.pid_in_flight = true;
         }
     }
@@ -792,7 +790,11 @@ impl Producer {
             ..Default::default()
         };
         let ids: Vec<u64> = batches.iter().map(|b| b.id).collect();
-        let expect_response = self.cfg.acks != Acks::None;
+        let expect = if self.cfg.acks == Acks::None {
+            Expect::Nothing
+        } else {
+            Expect::Response
+        };
         // Produce v13 names topics only by id: without every id, stay at v12 (as Java does).
         // Inside transactions of version 1, v11 at most: v12 is version 2's, whose Produce
         // adds the partition to the transaction (KIP-890).
@@ -802,14 +804,9 @@ impl Producer {
             _ if all_ids => 13,
             _ => 12,
         };
-        let sent = self.net.send_at_most(
-            conn,
-            &req,
-            Tag::Produce(ids),
-            expect_response,
-            max_version,
-            now,
-        );
+        let sent = self
+            .net
+            .send_at_most(conn, &req, Tag::Produce(ids), expect, max_version, now);
         if sent.is_ok() {
             if let Some(t) = &mut self.txn {
                 t.batch_sent();
@@ -818,7 +815,7 @@ impl Producer {
             self.metrics.request_sent(records, now);
         }
         match sent {
-            Ok(_) if !expect_response => {
+            Ok(_) if expect == Expect::Nothing => {
                 // acks=0: complete once written, with no offset.
                 for b in batches {
                     self.complete(b, None, -1);

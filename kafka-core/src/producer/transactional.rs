@@ -9,7 +9,7 @@ use super::{
 };
 use kafka_proto::ErrorCode;
 
-use crate::net::Purpose;
+use crate::net::{Expect, Purpose};
 use crate::time::Instant;
 
 /// AddPartitionsToTxn v4 and up are the brokers' own (KIP-890); clients send v3 at most.
@@ -211,23 +211,23 @@ impl Producer {
             };
             let net = &mut self.net;
             let sent = match &req {
-                TxnRequest::FindCoordinator(r) => net.send(conn, r, Tag::Txn, true, now),
-                TxnRequest::InitProducerId(r) => net.send(conn, r, Tag::Txn, true, now),
+                TxnRequest::FindCoordinator(r) => net.send(conn, r, Tag::Txn, now),
+                TxnRequest::InitProducerId(r) => net.send(conn, r, Tag::Txn, now),
                 TxnRequest::AddPartitions(r) => {
-                    net.send_at_most(conn, r, Tag::Txn, true, ADD_PARTITIONS_MAX, now)
+                    net.send_at_most(conn, r, Tag::Txn, Expect::Response, ADD_PARTITIONS_MAX, now)
                 }
-                TxnRequest::AddOffsets(r) => net.send(conn, r, Tag::Txn, true, now),
+                TxnRequest::AddOffsets(r) => net.send(conn, r, Tag::Txn, now),
                 TxnRequest::TxnOffsetCommit(r) => {
                     let max = if tv2 {
                         TV2_MAX
                     } else {
                         TV1_TXN_OFFSET_COMMIT_MAX
                     };
-                    net.send_at_most(conn, r, Tag::Txn, true, max, now)
+                    net.send_at_most(conn, r, Tag::Txn, Expect::Response, max, now)
                 }
                 TxnRequest::EndTxn(r) => {
                     let max = if tv2 { TV2_MAX } else { TV1_END_TXN_MAX };
-                    net.send_at_most(conn, r, Tag::Txn, true, max, now)
+                    net.send_at_most(conn, r, Tag::Txn, Expect::Response, max, now)
                 }
             };
             if sent.is_err() {
