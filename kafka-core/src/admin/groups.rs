@@ -31,8 +31,7 @@ use kafka_proto::ErrorCode;
 
 use super::{AdminError, AdminResult, NodeId, OffsetSpec, OpId, Tag};
 
-/// A topic partition: (topic, partition).
-pub type TopicPartition = (String, i32);
+pub use crate::topic::TopicPartition;
 
 /// A group, as ListGroups names it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -142,13 +142,15 @@ pub enum FetchEvent {
         /// it back with [`Fetcher::release`] once the application has taken them.
         bytes: usize,
     },
-    /// The position reached the high watermark: everything written so far was read.
+    /// The position reached the partition's end: the high watermark, or under read_committed
+    /// the last stable offset (which lags it while a transaction is open or its markers are on
+    /// their way).
     EndOfPartition {
         /// The topic.
         topic: String,
         /// The partition.
         partition: i32,
-        /// The position (= high watermark).
+        /// The position: the end reached.
         offset: i64,
     },
     /// Group: these partitions are ours now; they are read from their committed offsets (or

@@ -168,14 +168,15 @@ pub enum ConsumerEvent {
     Lost(Vec<(String, i32)>),
     /// A record.
     Record(ConsumerRecord),
-    /// The partition's position reached its high watermark: everything written so far was
-    /// read. Reported once each time the end is reached.
+    /// The partition's position reached its end: the high watermark, or for a read_committed
+    /// reader the last stable offset (which lags it while a transaction is open or its
+    /// markers are on their way). Reported once each time the end is reached.
     EndOfPartition {
         /// The topic.
         topic: Arc<str>,
         /// The partition.
         partition: i32,
-        /// The position (= the high watermark).
+        /// The position: the end reached.
         offset: i64,
     },
 }
