@@ -80,6 +80,10 @@ impl StickyPartitioner {
     /// `available(p)` says whether partition `p` has a leader (if none has, any may be chosen),
     /// `queue_len(p)` is how many batches wait for it. An unavailable sticky partition is
     /// replaced at once.
+    // Called per record from another module: marked so that its inlining does not depend on
+    // which codegen unit the module lands in (moving modules around once cost the producer's
+    // hot path about 70 instructions a record, callgrind).
+    #[inline]
     pub fn partition(
         &mut self,
         topic: &Topic,
@@ -108,6 +112,7 @@ impl StickyPartitioner {
     /// Records that `bytes` were appended to the sticky partition. `new_batch` says the append
     /// opened a new batch, the natural moment to switch once `batch.size` is reached; past
     /// twice `batch.size` it switches regardless.
+    #[inline]
     pub fn on_append(&mut self, topic: &Topic, partition: u32, bytes: usize, new_batch: bool) {
         let batch_size = self.batch_size;
         if let Some(s) = self.topics.get_mut(topic) {

@@ -360,7 +360,9 @@ impl Accumulator {
     }
 
     /// Appends to the partition's open batch, or opens a new one (a `batch.size` block, or an
-    /// exact-size block for a larger record, never more than the whole pool).
+    /// exact-size block for a larger record, never more than the whole pool). Called per
+    /// record from the producer's module (see `StickyPartitioner::partition` on `#[inline]`).
+    #[inline]
     pub fn append(
         &mut self,
         partition: i32,

@@ -335,6 +335,7 @@ impl Iterator for Records {
     }
 }
 
+#[inline]
 fn varbytes(r: &mut Reader<'_>) -> Result<Option<Bytes>, DecodeError> {
     match r.varint()? {
         -1 => Ok(None),
