@@ -10,7 +10,7 @@
 //! This binary holds one test: the process's own connections are the client's.
 
 use std::collections::BTreeSet;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -88,31 +88,56 @@ fn ours(bootstrap: &str, work: impl FnOnce()) -> usize {
     seen.len()
 }
 
-/// Counts the Java peer's connections while it runs `args`, fed `lines` slowly.
-fn java(bootstrap: &str, args: &[&str], lines: Vec<String>, linger: Duration) -> usize {
+/// Counts the Java peer's connections while it runs `args`, fed `lines` 100 ms apart; a group
+/// member runs until it has printed `records` records (a fixed wait would stop a peer that a
+/// loaded machine started slowly before it did its work, and count nothing), then one second more,
+/// as ours does after its commit.
+fn java(bootstrap: &str, args: &[&str], lines: Vec<String>, records: usize) -> usize {
     let mut child = Command::new("java")
         .arg("-cp")
         .arg(peer_classpath())
         .arg("KafkaPeer")
         .args(args)
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("run java");
     let stop = Arc::new(AtomicBool::new(false));
     let s = sampler(child.id(), ports(bootstrap), stop.clone());
+    let (read_tx, read_rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut n = 0;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("record\t") {
+                n += 1;
+                if n == records {
+                    let _ = read_tx.send(());
+                }
+            }
+        }
+    });
     let mut stdin = child.stdin.take().unwrap();
     for l in lines {
         writeln!(stdin, "{l}").unwrap();
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(linger);
+    if records > 0 {
+        read_rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| {
+                panic!("the Java peer ({args:?}) read fewer than {records} records in 120 s")
+            });
+        std::thread::sleep(Duration::from_secs(1));
+    }
     drop(stdin);
     child.wait().unwrap();
     stop.store(true, Ordering::Relaxed);
     let seen = s.join().unwrap();
     eprintln!("java: {seen:#?}");
+    assert!(!seen.is_empty(), "the Java peer ({args:?}) never connected");
     seen.len()
 }
 
@@ -167,16 +192,11 @@ fn measure(c: &Cluster, topic: &str) -> Counts {
     let lines = (0..20)
         .map(|i| format!("-1\t-1\t-\t6a{i:02x}\t-"))
         .collect();
-    let java_producer = java(b, &["produce", b, topic], lines, Duration::ZERO);
+    let java_producer = java(b, &["produce", b, topic], lines, 0);
     let ours_consumer = our_consumer(b, topic, &format!("conns-{topic}"), "classic");
     let ours_848 = our_consumer(b, topic, &format!("conns-848-{topic}"), "consumer");
     let java_group = format!("conns-java-{topic}");
-    let java_consumer = java(
-        b,
-        &["member", b, &java_group, topic],
-        vec![],
-        Duration::from_secs(8),
-    );
+    let java_consumer = java(b, &["member", b, &java_group, topic], vec![], 40);
     let java_848_group = format!("conns-java-848-{topic}");
     let java_848 = java(
         b,
@@ -188,7 +208,7 @@ fn measure(c: &Cluster, topic: &str) -> Counts {
             "group.protocol=consumer",
         ],
         vec![],
-        Duration::from_secs(8),
+        40,
     );
     Counts {
         producer: (java_producer, ours_producer),
