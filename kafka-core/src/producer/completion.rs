@@ -35,7 +35,7 @@ impl Producer {
             .collect();
         let mut cursor = (0, None);
         for id in ids {
-            let Some(b) = self.take_in_flight(id) else {
+            let Some(b) = self.in_flight.take(id) else {
                 continue;
             }; // expired meanwhile
             let topic_id = self
@@ -64,7 +64,7 @@ impl Producer {
                     self.fail_batch(b, DeliveryError::Broker(e), false);
                 }
                 None => {
-                    self.acknowledge(&b);
+                    self.idem.acknowledge(&b);
                     self.complete(b, Some(p.base_offset), p.log_append_time_ms)
                 }
                 // The broker already has these records from an earlier attempt.
@@ -85,7 +85,7 @@ impl Producer {
                     }
                 }
                 Some(ErrorCode::DuplicateSequenceNumber) => {
-                    self.acknowledge(&b);
+                    self.idem.acknowledge(&b);
                     self.complete(b, None, -1)
                 }
                 // The broker has no state for this producer, but its log start offset is unknown:
@@ -102,7 +102,7 @@ impl Producer {
                 // (it lost every state, as Tansu does on restart); Kafka would accept a fresh
                 // start. Only a new producer id helps.
                 Some(ErrorCode::UnknownProducerId) if b.base_sequence == 0 => {
-                    self.pid_unknown = true;
+                    self.idem.unknown = true;
                     self.retry_or_fail(
                         b,
                         DeliveryError::Broker(ErrorCode::UnknownProducerId),
@@ -212,10 +212,7 @@ impl Producer {
         // would be out of order for good, so it starts over under a new epoch (KIP-360) once
         // nothing is in flight. (A transaction's failure aborts it, which bumps the epoch
         // there; a batch of an epoch already left behind needs nothing.)
-        let current = self
-            .sequences
-            .get(&b.tp)
-            .is_some_and(|p| p.epoch == b.epoch);
+        let current = self.idem.is_current(&b.tp, b.epoch);
         if self.txn.is_none() && b.base_sequence >= 0 && current {
             self.request_bump(&b.tp);
         }
@@ -281,16 +278,6 @@ impl Producer {
         if self.outstanding.remove(token.0) {
             self.events
                 .push_back(ProducerEvent::Outcome(token, outcome));
-        }
-    }
-
-    /// Records that the broker has a batch, so the next expected sequence moves past it.
-    fn acknowledge(&mut self, b: &Batch) {
-        if let Some(p) = self.sequences.get_mut(&b.tp) {
-            if b.base_sequence >= 0 && b.epoch == p.epoch {
-                p.acked_next = super::seq_add(b.base_sequence, b.records.len());
-                p.confirmed = true;
-            }
         }
     }
 }

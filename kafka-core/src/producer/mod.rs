@@ -10,6 +10,8 @@ mod accumulator;
 mod by_partition;
 mod completion;
 mod idempotence;
+mod in_flight;
+mod pending;
 mod tokens;
 mod transaction;
 mod transactional;
@@ -18,7 +20,6 @@ mod types;
 use std::collections::{BTreeMap, VecDeque};
 
 use kafka_proto::api::ResponseBody;
-use kafka_proto::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_proto::messages::produce_request::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
 };
@@ -27,8 +28,9 @@ use kafka_proto::ErrorCode;
 
 pub use accumulator::TopicPartition;
 use accumulator::{record_size, Accumulator, Batch, Block, NoMemory};
-use by_partition::ByPartition;
-use idempotence::{seq_add, PartitionSequence};
+use idempotence::IdempotenceState;
+use in_flight::InFlight;
+use pending::{Pending, PendingRecords};
 pub use transaction::{GroupMetadata, TransactionError, TxnOffset, TxnToken};
 pub use types::*;
 
@@ -55,15 +57,6 @@ pub(crate) enum Tag {
     Produce(Vec<u64>),
     /// The transaction's request in flight.
     Txn,
-}
-
-/// A record waiting for its topic's metadata.
-#[derive(Debug)]
-struct Pending {
-    token: RecordToken,
-    record: ProducerRecord,
-    deadline: Instant,
-    size: usize,
 }
 
 /// Why [`Producer::append`] handed a record back.
@@ -107,23 +100,16 @@ pub struct Producer {
     outstanding: tokens::Outstanding,
     flushes: Vec<(FlushToken, u64)>,
     next_flush: u64,
-    pending: VecDeque<Pending>,
-    in_flight: BTreeMap<u64, Batch>,
-    /// The in-flight batches by delivery deadline, so that neither `poll_timeout` nor `expire`
-    /// visits every one.
-    in_flight_due: std::collections::BTreeSet<(Instant, u64)>,
+    /// The records waiting for their topic's metadata.
+    pending: PendingRecords,
+    /// The batches written and not yet answered.
+    in_flight: InFlight,
     /// The queued partitions without a known leader (a superset: checked when used), and the
     /// metadata generation it was last rebuilt at, so the sender does not look up every
     /// queued partition's leader each time it runs.
     leaderless: (std::collections::BTreeSet<TopicPartition>, Option<u64>),
-    /// An epoch bump may be pending for some partition (see `apply_epoch_bumps`).
-    bumps_requested: bool,
-    in_flight_per_tp: ByPartition<usize>,
-    producer_id: Option<(i64, i16)>,
-    pid_in_flight: bool,
-    pid_failures: u32,
-    pid_retry_at: Option<Instant>,
-    sequences: ByPartition<PartitionSequence>,
+    /// The producer id, its epochs and each partition's sequences.
+    idem: IdempotenceState,
     closing: Option<Instant>,
     closed: bool,
     /// Since when a due metadata refresh has found no broker to send to.
@@ -138,11 +124,6 @@ pub struct Producer {
     /// flight, as of the last step (see [`Producer::send_round`]). A send after it runs the
     /// step, as after `linger_at`.
     holding: Option<Instant>,
-    /// The broker refused sequence 0 as UNKNOWN_PRODUCER_ID: a new producer id is due once
-    /// nothing is in flight.
-    pid_unknown: bool,
-    /// How many pending records each topic has.
-    pending_topics: BTreeMap<String, usize>,
     /// The topic the last send marked as used in the metadata, when, and the metadata's
     /// [`Metadata::removals`] then: sends to it within [`USE_MEMO`] skip the metadata lookup
     /// that marking takes, unless a topic was dropped since.
@@ -197,25 +178,16 @@ impl Producer {
             outstanding: tokens::Outstanding::default(),
             flushes: Vec::new(),
             next_flush: 0,
-            pending: VecDeque::new(),
-            in_flight: BTreeMap::new(),
-            in_flight_due: Default::default(),
+            pending: PendingRecords::default(),
+            in_flight: InFlight::default(),
             leaderless: Default::default(),
-            bumps_requested: false,
-            in_flight_per_tp: ByPartition::default(),
-            producer_id: None,
-            pid_in_flight: false,
-            pid_failures: 0,
-            pid_retry_at: None,
-            sequences: ByPartition::default(),
+            idem: IdempotenceState::default(),
             closing: None,
             closed: false,
             no_broker_since: None,
             stalled_since: BTreeMap::new(),
             linger_at: None,
             holding: None,
-            pid_unknown: false,
-            pending_topics: BTreeMap::new(),
             used: None,
             attention: false,
             txn: cfg.transactional_id.clone().map(|id| {
@@ -326,14 +298,12 @@ impl Producer {
                 // Only the first record waiting for a topic wakes the sender (to ask for its
                 // metadata); the others change nothing it would act on, and a burst sent before
                 // the metadata arrives would otherwise run the sender once per record.
-                let first = self.add_pending_topic(&record.topic);
                 self.pending.push_back(Pending {
                     token,
                     record,
                     deadline: now + self.cfg.max_block,
                     size,
-                });
-                first
+                })
             }
         };
         // Only a new batch, or one just filled to batch.size, wakes the sender; appending to
@@ -490,10 +460,9 @@ impl Producer {
         next.future(self.acc.next_ready(now, self.forced()), now);
         next.future(self.holding, now);
         next.at(self.acc.next_deadline());
-        next.at(self.in_flight_due.first().map(|(at, _)| *at));
-        // Deadlines grow in send order.
-        next.at(self.pending.front().map(|p| p.deadline));
-        next.future(self.pid_retry_at, now);
+        next.at(self.in_flight.next_due());
+        next.at(self.pending.next_deadline());
+        next.future(self.idem.retry_at(), now);
         next.future(
             self.no_broker_since
                 .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger),
@@ -564,25 +533,8 @@ impl Producer {
 
     fn init_producer_id(&mut self, now: Instant) {
         // A transactional producer's id comes from its transaction coordinator.
-        let wanted = self.cfg.enable_idempotence
-            && self.txn.is_none()
-            && self.producer_id.is_none()
-            && !self.pid_in_flight;
-        if !wanted || self.acc.is_empty() || self.pid_retry_at.is_some_and(|t| t > now) {
-            return;
-        }
-        let Some(conn) = self.net.least_loaded(now) else {
-            return;
-        };
-        let req = InitProducerIdRequest {
-            transactional_id: None,
-            transaction_timeout_ms: i32::MAX,
-            producer_id: -1,
-            producer_epoch: -1,
-            ..Default::default()
-        };
-        if self.net.send(conn, &req, Tag::InitProducerId, now).is_ok() {
-            self.pid_in_flight = true;
+        if self.cfg.enable_idempotence && self.txn.is_none() && !self.acc.is_empty() {
+            self.idem.request_id(&mut self.net, now);
         }
     }
 
@@ -597,20 +549,20 @@ impl Producer {
 
     /// One round of [`Producer::send_ready`]; whether another may send more.
     fn send_round(&mut self, now: Instant) -> bool {
-        if self.cfg.enable_idempotence && self.producer_id.is_none() {
+        if self.cfg.enable_idempotence && self.idem.id.is_none() {
             return false;
         }
         let force = self.forced();
         let metadata = &self.metadata;
         let txn = &self.txn;
-        let in_flight = &self.in_flight_per_tp;
-        let sequences = &self.sequences;
+        let in_flight = &self.in_flight;
+        let sequences = &self.idem.sequences;
         let idempotent = self.cfg.enable_idempotence;
         let acc = &self.acc;
         let (ready, linger) = acc.ready(now, force, |tp| {
             // With idempotence, a retry waits until the partition has nothing else in flight,
             // so its sequences reach the broker in order.
-            let busy = in_flight.get(tp).is_some_and(|n| *n > 0);
+            let busy = in_flight.is_busy(tp);
             let retry_behind_in_flight = idempotent && acc.front_is_retry(tp) && busy;
             // Until the broker has taken one batch under this epoch, one at a time (see
             // `PartitionSequence::confirmed`).
@@ -719,26 +671,13 @@ impl Producer {
 
     /// Writes one Produce request; whether it was written (else its batches went back).
     fn send_batches(&mut self, conn: ConnId, mut batches: Vec<Batch>, now: Instant) -> bool {
-        let (pid, epoch) = self.producer_id.unwrap_or((-1, -1));
+        let (pid, epoch) = self.idem.id.unwrap_or((-1, -1));
         let mut topics: BTreeMap<String, TopicProduceData> = BTreeMap::new();
         for b in &mut batches {
             let (mut base_sequence, mut batch_epoch) = (-1, epoch);
             if self.cfg.enable_idempotence {
-                let part = self.sequences.or_insert_with(&b.tp, || PartitionSequence {
-                    epoch,
-                    next: 0,
-                    acked_next: 0,
-                    bump: false,
-                    confirmed: false,
-                });
-                batch_epoch = part.epoch;
-                base_sequence = if b.base_sequence >= 0 {
-                    b.base_sequence
-                } else {
-                    let s = part.next;
-                    part.next = seq_add(s, b.records.len());
-                    s
-                };
+                (batch_epoch, base_sequence) =
+                    self.idem.assign(&b.tp, b.base_sequence, b.records.len());
             }
             let uncompressed = b.size();
             let first = b.sealed.is_none();
@@ -823,9 +762,7 @@ impl Producer {
             }
             Ok(_) => {
                 for b in batches {
-                    *self.in_flight_per_tp.or_insert_with(&b.tp, || 0) += 1;
-                    self.in_flight_due.insert((b.deadline, b.id));
-                    self.in_flight.insert(b.id, b);
+                    self.in_flight.insert(b);
                 }
             }
             Err(_) => {
@@ -858,13 +795,7 @@ impl Producer {
                 // A recreated topic has no producer state on the broker: its partitions'
                 // sequences start over at 0.
                 for topic in &update.recreated {
-                    let tps: Vec<TopicPartition> =
-                        self.sequences.keys().filter(|tp| &tp.0 == topic).collect();
-                    for tp in tps {
-                        let part = self.sequences.get_mut(&tp).expect("listed");
-                        part.next = 0;
-                        part.acked_next = 0;
-                        part.confirmed = false;
+                    for tp in self.idem.topic_recreated(topic) {
                         self.acc.reset_sequences(&tp);
                     }
                 }
@@ -880,25 +811,19 @@ impl Producer {
                 body: ResponseBody::InitProducerId(resp),
                 ..
             } => {
-                self.pid_in_flight = false;
-                match ErrorCode::from_code(resp.error_code) {
-                    None => {
-                        self.producer_id = Some((resp.producer_id, resp.producer_epoch));
-                        self.pid_failures = 0;
-                    }
-                    Some(e) if !e.is_retriable() && e != ErrorCode::CoordinatorNotAvailable => {
-                        self.fail_everything_with(DeliveryError::Broker(e), Certainty::NotSent);
-                    }
-                    Some(_) => self.pid_backoff(now),
+                let fatal = self
+                    .idem
+                    .handle_id(&resp, &self.retry_backoff, &mut self.rng, now);
+                if let Some(e) = fatal {
+                    self.fail_everything_with(DeliveryError::Broker(e), Certainty::NotSent);
                 }
             }
             NetEvent::Failed {
                 tag: Tag::InitProducerId,
                 ..
-            } => {
-                self.pid_in_flight = false;
-                self.pid_backoff(now);
-            }
+            } => self
+                .idem
+                .handle_id_failure(&self.retry_backoff, &mut self.rng, now),
             NetEvent::Response {
                 tag: Tag::Produce(ids),
                 body: ResponseBody::Produce(resp),
@@ -913,7 +838,7 @@ impl Producer {
                 ..
             } => {
                 for id in ids {
-                    if let Some(b) = self.take_in_flight(id) {
+                    if let Some(b) = self.in_flight.take(id) {
                         self.retry_or_fail(b, DeliveryError::Request(error.clone()), now, true);
                     }
                 }
@@ -936,23 +861,6 @@ impl Producer {
                 debug_assert!(false, "response type does not match its request: {tag:?}");
             }
         }
-    }
-
-    fn pid_backoff(&mut self, now: Instant) {
-        self.pid_retry_at = Some(now + self.retry_backoff.delay(self.pid_failures, &mut self.rng));
-        self.pid_failures = self.pid_failures.saturating_add(1);
-    }
-
-    fn take_in_flight(&mut self, id: u64) -> Option<Batch> {
-        let b = self.in_flight.remove(&id)?;
-        self.in_flight_due.remove(&(b.deadline, id));
-        if let Some(n) = self.in_flight_per_tp.get_mut(&b.tp) {
-            *n -= 1;
-            if *n == 0 {
-                self.in_flight_per_tp.remove(&b.tp);
-            }
-        }
-        Some(b)
     }
 
     /// A delivery timeout naming the later of the batch's last error and the last connection
@@ -982,28 +890,15 @@ impl Producer {
             let error = self.timeout_error(&b);
             self.fail_batch(b, error, false);
         }
-        let mut late: Vec<u64> = self
-            .in_flight_due
-            .iter()
-            .take_while(|(at, _)| *at <= now)
-            .map(|(_, id)| *id)
-            .collect();
-        // In the order they were sent.
-        late.sort_unstable();
-        for id in late {
+        for id in self.in_flight.late(now) {
             // Its response, if it comes, is ignored.
-            let b = self.take_in_flight(id).expect("listed above");
+            let b = self.in_flight.take(id).expect("listed above");
             // Its sequence's fate is unknown: the partition must start over (KIP-360).
             self.request_bump(&b.tp);
             let error = self.timeout_error(&b);
             self.fail_batch(b, error, true);
         }
-        while let Some(p) = self.pending.front() {
-            if p.deadline > now {
-                break;
-            }
-            let p = self.pending.pop_front().expect("checked");
-            self.forget_pending_topic(&p.record.topic);
+        while let Some(p) = self.pending.take_expired(now) {
             let last =
                 (self.net.last_problem().map(str::to_owned)).or_else(|| self.net.waiting_on(now));
             let error = DeliveryError::MetadataTimeout {
@@ -1036,18 +931,15 @@ impl Producer {
     /// runs short. Cheap when nothing can move: sends for a topic whose metadata is on its way
     /// each step the producer, and a full scan per send would be quadratic.
     fn place_pending(&mut self, now: Instant) {
-        if !self
-            .pending_topics
-            .keys()
-            .any(|t| self.metadata.topic(t).is_some())
-        {
+        if !self.pending.any_topic(|t| self.metadata.topic(t).is_some()) {
             return;
         }
         let mut skipped = VecDeque::new();
         // How many records at the front of `pending` were looked at ahead of their turn: those
         // of known topics have their memory back in the pool already.
         let mut ahead: usize = 0;
-        while let Some(p) = self.pending.pop_front() {
+        // Records skipped or placed leave `queue` directly: a skipped one's topic still counts.
+        while let Some(p) = self.pending.queue.pop_front() {
             let released = ahead > 0;
             ahead = ahead.saturating_sub(1);
             if self.metadata.topic(&p.record.topic).is_none() {
@@ -1061,8 +953,8 @@ impl Producer {
             // Freed one at a time, each would find only its own size free (a burst sent before
             // the metadata fills the pool) and open a one-record batch; and those small blocks
             // would last, each taken again at its size when freed.
-            while self.acc.pool.free() < self.cfg.batch_size && ahead < self.pending.len() {
-                let q = &self.pending[ahead];
+            while self.acc.pool.free() < self.cfg.batch_size && ahead < self.pending.queue.len() {
+                let q = &self.pending.queue[ahead];
                 if self.metadata.topic(&q.record.topic).is_some() {
                     self.acc.pool.used -= q.size.min(self.acc.pool.used);
                 }
@@ -1070,7 +962,7 @@ impl Producer {
             }
             let deadline = now + self.cfg.delivery_timeout;
             // Forgotten first: the append takes the record (and its topic) by value.
-            self.forget_pending_topic(&p.record.topic);
+            self.pending.forget(&p.record.topic);
             let Pending {
                 token,
                 record,
@@ -1083,13 +975,12 @@ impl Producer {
                 // wait for more to free. Keep the waiters flag as it is: a user send may still
                 // be waiting for memory, and only a release should clear it (with a
                 // MemoryAvailable event). Later records wait too, so none overtakes this one.
-                let held: usize = (self.pending.iter().take(ahead))
+                let held: usize = (self.pending.queue.iter().take(ahead))
                     .filter(|q| self.metadata.topic(&q.record.topic).is_some())
                     .map(|q| q.size)
                     .sum();
                 self.acc.pool.take(size + held);
-                self.add_pending_topic(&record.topic);
-                self.pending.push_front(Pending {
+                self.pending.put_back(Pending {
                     token,
                     record,
                     deadline: max_block,
@@ -1099,41 +990,12 @@ impl Producer {
             }
         }
         while let Some(p) = skipped.pop_back() {
-            self.pending.push_front(p);
-        }
-    }
-
-    /// Counts one more record waiting for `topic`; true if it is the first.
-    fn add_pending_topic(&mut self, topic: &str) -> bool {
-        match self.pending_topics.get_mut(topic) {
-            Some(n) => {
-                *n += 1;
-                false
-            }
-            None => {
-                self.pending_topics.insert(topic.to_owned(), 1);
-                true
-            }
-        }
-    }
-
-    fn forget_pending_topic(&mut self, topic: &str) {
-        if let Some(n) = self.pending_topics.get_mut(topic) {
-            *n -= 1;
-            if *n == 0 {
-                self.pending_topics.remove(topic);
-            }
+            self.pending.queue.push_front(p);
         }
     }
 
     fn fail_topic(&mut self, topic: &str, error: DeliveryError) {
-        let (gone, keep): (Vec<Pending>, Vec<Pending>) = self
-            .pending
-            .drain(..)
-            .partition(|p| p.record.topic == topic);
-        self.pending = keep.into();
-        self.pending_topics.remove(topic);
-        for p in gone {
+        for p in self.pending.take_topic(topic) {
             self.fail_pending(p, error.clone());
         }
     }
@@ -1148,9 +1010,7 @@ impl Producer {
             }
             self.fail_batch(b, error.clone(), false);
         }
-        let pending: Vec<Pending> = self.pending.drain(..).collect();
-        self.pending_topics.clear();
-        for p in pending {
+        for p in self.pending.take_all() {
             self.fail_pending(p, error.clone());
         }
     }
@@ -1164,14 +1024,11 @@ impl Producer {
             let unknown = certainty == Certainty::PossiblySent;
             self.fail_batch(b, error.clone(), unknown);
         }
-        let ids: Vec<u64> = self.in_flight.keys().copied().collect();
-        for id in ids {
-            let b = self.take_in_flight(id).expect("listed");
+        for id in self.in_flight.ids() {
+            let b = self.in_flight.take(id).expect("listed");
             self.fail_batch(b, error.clone(), true);
         }
-        let pending: Vec<Pending> = self.pending.drain(..).collect();
-        self.pending_topics.clear();
-        for p in pending {
+        for p in self.pending.take_all() {
             self.fail_pending(p, error.clone());
         }
     }

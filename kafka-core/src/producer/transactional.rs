@@ -156,9 +156,9 @@ impl Producer {
         let txn = self.txn.as_mut().expect("checked above");
         txn.offer_version(finalized);
         let tv2 = txn.tv2();
-        if id.is_some() && self.producer_id != id {
+        if id.is_some() && self.idem.id != id {
             // A new id or epoch: init, or a bump at an abort.
-            self.producer_id = id;
+            self.idem.id = id;
             self.restart_sequences();
         }
         if let Some(code) = fatal {

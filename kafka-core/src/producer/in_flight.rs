@@ -1,0 +1,79 @@
+//! The batches written to a broker and not yet answered: by id, by delivery deadline (so that
+//! neither `poll_timeout` nor expiry visits every one) and by partition (so that the sender asks
+//! whether a partition is busy without a scan).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::accumulator::{Batch, TopicPartition};
+use super::by_partition::ByPartition;
+use crate::time::Instant;
+
+/// The producer's in-flight batches.
+#[derive(Debug, Default)]
+pub(super) struct InFlight {
+    by_id: BTreeMap<u64, Batch>,
+    /// By delivery deadline.
+    due: BTreeSet<(Instant, u64)>,
+    /// How many batches of each partition are in flight (partitions with none are absent).
+    per_partition: ByPartition<usize>,
+}
+
+impl InFlight {
+    /// A batch was written in a request that expects an answer.
+    pub(super) fn insert(&mut self, b: Batch) {
+        *self.per_partition.or_insert_with(&b.tp, || 0) += 1;
+        self.due.insert((b.deadline, b.id));
+        self.by_id.insert(b.id, b);
+    }
+
+    /// Takes a batch out (answered, failed or expired); `None` when it is not in flight (its
+    /// answer came after it expired).
+    pub(super) fn take(&mut self, id: u64) -> Option<Batch> {
+        let b = self.by_id.remove(&id)?;
+        self.due.remove(&(b.deadline, id));
+        if let Some(n) = self.per_partition.get_mut(&b.tp) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_partition.remove(&b.tp);
+            }
+        }
+        Some(b)
+    }
+
+    /// The earliest delivery deadline.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        self.due.first().map(|(at, _)| *at)
+    }
+
+    /// The batches whose delivery deadline passed, in the order they were sent.
+    pub(super) fn late(&self, now: Instant) -> Vec<u64> {
+        let mut late: Vec<u64> = self
+            .due
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .map(|(_, id)| *id)
+            .collect();
+        late.sort_unstable();
+        late
+    }
+
+    /// Every batch's id, in the order they were sent.
+    pub(super) fn ids(&self) -> Vec<u64> {
+        self.by_id.keys().copied().collect()
+    }
+
+    /// Every batch in flight.
+    pub(super) fn batches(&self) -> impl Iterator<Item = &Batch> + '_ {
+        self.by_id.values()
+    }
+
+    /// How many batches of each partition are in flight.
+    pub(super) fn per_partition(&self) -> &ByPartition<usize> {
+        &self.per_partition
+    }
+
+    /// Whether a batch of the partition is in flight.
+    pub(super) fn is_busy(&self, tp: &TopicPartition) -> bool {
+        self.per_partition.get(tp).is_some_and(|n| *n > 0)
+    }
+}
