@@ -131,6 +131,7 @@ impl IdempotenceState {
 
     /// The epoch and base sequence a batch of `records` records is sealed with: the sequence
     /// it kept from an earlier attempt (`kept` ≥ 0), else the partition's next.
+    #[inline]
     pub(super) fn assign(&mut self, tp: &TopicPartition, kept: i32, records: usize) -> (i16, i32) {
         let epoch = self.id.map_or(-1, |(_, e)| e);
         let part = self
@@ -147,6 +148,7 @@ impl IdempotenceState {
     }
 
     /// The broker took a batch, so the next expected sequence moves past it.
+    #[inline]
     pub(super) fn acknowledge(&mut self, b: &Batch) {
         if let Some(p) = self.sequences.get_mut(&b.tp) {
             if b.base_sequence >= 0 && b.epoch == p.epoch {
@@ -157,6 +159,7 @@ impl IdempotenceState {
     }
 
     /// Whether `epoch` is the one the partition's batches are sealed under now.
+    #[inline]
     pub(super) fn is_current(&self, tp: &TopicPartition, epoch: i16) -> bool {
         self.sequences.get(tp).is_some_and(|p| p.epoch == epoch)
     }

@@ -20,6 +20,7 @@ pub(super) struct InFlight {
 
 impl InFlight {
     /// A batch was written in a request that expects an answer.
+    #[inline]
     pub(super) fn insert(&mut self, b: Batch) {
         *self.per_partition.or_insert_with(&b.tp, || 0) += 1;
         self.due.insert((b.deadline, b.id));
@@ -28,6 +29,7 @@ impl InFlight {
 
     /// Takes a batch out (answered, failed or expired); `None` when it is not in flight (its
     /// answer came after it expired).
+    #[inline]
     pub(super) fn take(&mut self, id: u64) -> Option<Batch> {
         let b = self.by_id.remove(&id)?;
         self.due.remove(&(b.deadline, id));
@@ -41,6 +43,7 @@ impl InFlight {
     }
 
     /// The earliest delivery deadline.
+    #[inline]
     pub(super) fn next_due(&self) -> Option<Instant> {
         self.due.first().map(|(at, _)| *at)
     }
@@ -73,6 +76,7 @@ impl InFlight {
     }
 
     /// Whether a batch of the partition is in flight.
+    #[inline]
     pub(super) fn is_busy(&self, tp: &TopicPartition) -> bool {
         self.per_partition.get(tp).is_some_and(|n| *n > 0)
     }
