@@ -84,21 +84,38 @@ impl Broker {
         self.child = spawn(&self.bin, &self.addr);
     }
 
-    /// Creates a topic with `partitions` partitions.
+    /// Creates a topic with `partitions` partitions. Tansu's CLI gives up quickly on a broker
+    /// that is slow to answer (just restarted, on a loaded machine), so it is tried for up to
+    /// 30 s; a failure then shows what the CLI said.
     pub fn create_topic(&self, name: &str, partitions: u32) {
-        let status = Command::new(&self.bin)
-            .args([
-                "topic",
-                "create",
-                "--broker",
-                &format!("tcp://{}", self.addr),
-            ])
-            .args(["--partitions", &partitions.to_string(), name])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("run tansu topic create");
-        assert!(status.success(), "tansu topic create {name} failed");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = Command::new(&self.bin)
+                .args([
+                    "topic",
+                    "create",
+                    "--broker",
+                    &format!("tcp://{}", self.addr),
+                ])
+                .args(["--partitions", &partitions.to_string(), name])
+                .stdin(Stdio::null())
+                .output()
+                .expect("run tansu topic create");
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // An earlier try may have created it before the CLI gave up on the answer.
+            if out.status.success() || said.to_ascii_lowercase().contains("exists") {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tansu topic create {name} failed for 30 s: {said}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 }
 

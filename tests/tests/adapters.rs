@@ -360,7 +360,10 @@ macro_rules! suite {
                         ("bootstrap.servers", broker.addr.as_str()),
                         ("buffer.memory", "20000"),
                         ("batch.size", "16384"),
-                        ("linger.ms", "200"),
+                        // Long enough that the first batch cannot be sent and acknowledged
+                        // (freeing its memory) before the second send is polled, however
+                        // loaded the machine (200 ms was not, beside two other suites).
+                        ("linger.ms", "3000"),
                     ])
                     .unwrap();
                     // Fill memory, then start a send that must wait, and abandon it.
