@@ -113,10 +113,9 @@ impl<V> ByPartition<V> {
         self.topics.get_mut(tp.0.as_str())?.get_mut(tp.1)
     }
 
-    pub fn contains(&self, topic: &str, partition: i32) -> bool {
-        self.topics
-            .get(topic)
-            .is_some_and(|s| s.get(partition).is_some())
+    /// [`ByPartition::get`] without a `TopicPartition`.
+    pub fn get_in(&self, topic: &str, partition: i32) -> Option<&V> {
+        self.topics.get(topic)?.get(partition)
     }
 
     /// The entry for `tp`, made with `make` if absent. The topic's name is copied only the
@@ -144,10 +143,6 @@ impl<V> ByPartition<V> {
             self.topics.remove(tp.0.as_str());
         }
         Some(out)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.topics.is_empty()
     }
 
     pub fn clear(&mut self) {
@@ -204,13 +199,13 @@ mod tests {
                 }
             }
             assert_eq!(ours.get(&tp), tree.get(&tp));
-            assert_eq!(ours.contains(&tp.0, tp.1), tree.contains_key(&tp));
-            assert_eq!(ours.is_empty(), tree.is_empty());
+            assert_eq!(ours.get_in(&tp.0, tp.1).is_some(), tree.contains_key(&tp));
+            assert_eq!(ours.iter().next().is_none(), tree.is_empty());
         }
         let a: Vec<(TopicPartition, u32)> = ours.keys().zip(ours.values().copied()).collect();
         let b: Vec<(TopicPartition, u32)> = tree.into_iter().collect();
         assert_eq!(a, b);
         ours.clear();
-        assert!(ours.is_empty() && ours.iter().next().is_none());
+        assert!(ours.iter().next().is_none());
     }
 }

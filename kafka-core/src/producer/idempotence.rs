@@ -7,6 +7,7 @@ use kafka_proto::ErrorCode;
 
 use super::accumulator::{Batch, TopicPartition};
 use super::by_partition::ByPartition;
+use super::in_flight::InFlight;
 use super::{DeliveryError, Producer, Tag};
 use crate::backoff::Backoff;
 use crate::net::Network;
@@ -190,7 +191,7 @@ impl IdempotenceState {
     /// 0 under the next epoch; an epoch overflow, or a broker that does not know the producer
     /// id at all (once nothing is in flight), drops the id instead. The partitions whose
     /// queued batches must be renumbered.
-    pub(super) fn bump_epochs(&mut self, in_flight: &ByPartition<usize>) -> Vec<TopicPartition> {
+    pub(super) fn bump_epochs(&mut self, in_flight: &InFlight) -> Vec<TopicPartition> {
         let Some((pid, epoch)) = self.id else {
             return Vec::new();
         };
@@ -205,7 +206,7 @@ impl IdempotenceState {
         let due: Vec<TopicPartition> = self
             .sequences
             .iter()
-            .filter(|((t, p), s)| s.bump && !in_flight.contains(t, *p))
+            .filter(|((t, p), s)| s.bump && !in_flight.is_busy(t, *p))
             .map(|((t, p), _)| (t.to_owned(), p))
             .collect();
         if due.is_empty() {
@@ -261,7 +262,7 @@ impl Producer {
         if self.txn.is_some() {
             return;
         }
-        for tp in self.idem.bump_epochs(self.in_flight.per_partition()) {
+        for tp in self.idem.bump_epochs(&self.in_flight) {
             self.resequence(&tp);
         }
     }

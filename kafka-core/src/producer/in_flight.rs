@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::accumulator::{Batch, TopicPartition};
+use super::accumulator::Batch;
 use super::by_partition::ByPartition;
 use crate::time::Instant;
 
@@ -14,7 +14,10 @@ pub(super) struct InFlight {
     by_id: BTreeMap<u64, Batch>,
     /// By delivery deadline.
     due: BTreeSet<(Instant, u64)>,
-    /// How many batches of each partition are in flight (partitions with none are absent).
+    /// How many batches of each partition are in flight. A partition's count stays when it
+    /// drops to zero: at many partitions nearly every batch is a partition's only one in
+    /// flight, and removing its entry each time removed the topic's too, remade (its vector
+    /// as long as the topic is wide) at the next send.
     per_partition: ByPartition<usize>,
 }
 
@@ -35,9 +38,6 @@ impl InFlight {
         self.due.remove(&(b.deadline, id));
         if let Some(n) = self.per_partition.get_mut(&b.tp) {
             *n -= 1;
-            if *n == 0 {
-                self.per_partition.remove(&b.tp);
-            }
         }
         Some(b)
     }
@@ -70,14 +70,14 @@ impl InFlight {
         self.by_id.values()
     }
 
-    /// How many batches of each partition are in flight.
-    pub(super) fn per_partition(&self) -> &ByPartition<usize> {
-        &self.per_partition
+    /// Whether nothing is in flight.
+    pub(super) fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
     }
 
     /// Whether a batch of the partition is in flight.
     #[inline]
-    pub(super) fn is_busy(&self, tp: &TopicPartition) -> bool {
-        self.per_partition.get(tp).is_some_and(|n| *n > 0)
+    pub(super) fn is_busy(&self, topic: &str, partition: i32) -> bool {
+        (self.per_partition.get_in(topic, partition)).is_some_and(|n| *n > 0)
     }
 }

@@ -562,7 +562,7 @@ impl Producer {
         let (ready, linger) = acc.ready(now, force, |tp| {
             // With idempotence, a retry waits until the partition has nothing else in flight,
             // so its sequences reach the broker in order.
-            let busy = in_flight.is_busy(tp);
+            let busy = in_flight.is_busy(&tp.0, tp.1);
             let retry_behind_in_flight = idempotent && acc.front_is_retry(tp) && busy;
             // Until the broker has taken one batch under this epoch, one at a time (see
             // `PartitionSequence::confirmed`).
