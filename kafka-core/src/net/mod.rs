@@ -268,6 +268,11 @@ impl<T> Network<T> {
         self.nodes.contains_key(&node)
     }
 
+    /// Whether a connection to `node` for `purpose` exists (connecting, or connected).
+    pub fn has_connection(&self, node: NodeId, purpose: Purpose) -> bool {
+        self.by_node.contains_key(&(node, purpose))
+    }
+
     /// The connection to `node` for `purpose` if it can take a request now. Otherwise starts
     /// connecting (unless backing off) and returns `None`; try again after the next event.
     pub fn ready(&mut self, node: NodeId, purpose: Purpose, now: Instant) -> Option<ConnId> {

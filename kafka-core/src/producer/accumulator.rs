@@ -124,7 +124,8 @@ pub(crate) enum Block {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Appended {
     pub new_batch: bool,
-    /// The append filled the partition's open batch to `batch.size`: it is ready now.
+    /// The append filled a batch of the partition to `batch.size` (the open one, or, when it
+    /// opened a new one, the one before): it is ready now.
     pub filled: bool,
     pub bytes: usize,
 }
@@ -334,6 +335,8 @@ impl Accumulator {
         }
         // A batch behind another cannot be sent before it: full, it may grow.
         let behind = queue.len() > 1;
+        // Whether the open batch filled up (before this record, which may open the next).
+        let mut filled = false;
         if let Some(last) = queue.back_mut() {
             // A batch's records share its delivery deadline, the latest of theirs: one open
             // for long (waiting on a down leader, growing) would hold its first record far past
@@ -345,7 +348,6 @@ impl Accumulator {
                 last.closed = true;
             }
             if let (false, Some(b)) = (last.closed, last.builder.as_mut()) {
-                let mut filled = false;
                 loop {
                     // Stay within the reserved block, and within the batch's target size on
                     // the wire (`batch.size`, or what it grew to) after the estimated
@@ -460,7 +462,7 @@ impl Accumulator {
         self.reindex(&r.topic, partition);
         Ok(Appended {
             new_batch: true,
-            filled: need >= self.batch_size,
+            filled: filled || need >= self.batch_size,
             bytes,
         })
     }

@@ -306,8 +306,9 @@ impl Producer {
                 })
             }
         };
-        // Only a new batch, or one just filled to batch.size, wakes the sender; appending to
-        // an open batch changes nothing it would act on.
+        // Only a batch just filled to batch.size, or a new one that needs the sender (see
+        // `new_batch_acts`), runs it at once; appending to an open batch changes nothing it
+        // would act on. A send after a batch's linger.ms or hold ended runs it too.
         let due = |t: Option<Instant>| t.is_some_and(|t| t <= now);
         if wake || due(self.linger_at) || due(self.holding) {
             self.drive(now);
@@ -332,8 +333,8 @@ impl Producer {
     }
 
     /// Partitions and appends a record, or hands it back while its topic's metadata is unknown
-    /// or memory is short. Returns whether the sender should wake (a new batch opened or one filled, or the
-    /// record resolved at once).
+    /// or memory is short. Returns whether the sender should run now (a batch filled, the
+    /// record resolved at once, or a new batch that needs it: see `new_batch_acts`).
     #[allow(clippy::result_large_err)] // the record comes back by value, as above
     fn append(
         &mut self,
@@ -391,6 +392,10 @@ impl Producer {
                     .partition(&r.topic, count, available, queue_len) as i32
             }
         };
+        let leader = topic
+            .partitions
+            .get(partition as usize)
+            .and_then(|p| p.leader);
         let appended = match self
             .acc
             .append(partition, &r, token, self.now, deadline, fit)
@@ -412,7 +417,34 @@ impl Producer {
                 appended.new_batch,
             );
         }
-        Ok(appended.new_batch || appended.filled)
+        Ok(appended.filled || (appended.new_batch && self.new_batch_acts(leader, partition)))
+    }
+
+    /// Whether a batch just opened (not full) gives the sender something to do now. Usually
+    /// not: it becomes ready when its linger.ms passes, which `poll_timeout` answers from the
+    /// accumulator's index, so the IO loop is only told to look again (`attention`). With keys
+    /// over 10,000 partitions nearly every record opens a batch, and running the whole sender
+    /// for each (expiry, metadata, every ready partition) was most of a record's cost. It does
+    /// when the batch is ready at once (linger.ms 0, a flush or close, a send waiting for
+    /// memory), or when something must start before it can go: a producer id, the partition's
+    /// place in the transaction, its leader, or a connection to it.
+    fn new_batch_acts(&mut self, leader: Option<NodeId>, partition: i32) -> bool {
+        self.attention = true;
+        let lane = Purpose::lane(lane(partition, self.cfg.connections_per_broker));
+        let acts = self.cfg.linger.is_zero()
+            || self.forced()
+            || self.acc.pool.waiters
+            || self.txn.is_some()
+            || (self.cfg.enable_idempotence && self.idem.id.is_none())
+            || leader.is_none_or(|node| !self.net.has_connection(node, lane));
+        if !acts {
+            // A send after its linger.ms runs the sender (see `send_or_return`), as if the
+            // sender had run now and seen it: `poll_timeout` reports only instants still to
+            // come, so one that passed before the IO loop's timer fired is caught here.
+            let ready = self.now + self.cfg.linger;
+            self.linger_at = Some(self.linger_at.map_or(ready, |t| t.min(ready)));
+        }
+        acts
     }
 
     /// Whether the producer did work, since the last call, that its IO loop must act on: it
