@@ -177,10 +177,11 @@ struct Fronts {
 
 /// Queued batches by topic, then partition: found from a record's `&str` topic, so appending
 /// needs no owned name, and iterated in (topic, partition) order as a map keyed by both would
-/// be. A partition's queue stays while its topic has batches queued anywhere, emptied or not:
-/// at many partitions nearly every batch opens a queue, and making and dropping one per batch
-/// (its tree entry and its buffer) cost a tenth of a batch's instructions. A topic's queues go
-/// once none of them holds a batch (by [`Accumulator::reindex`]), so idle topics keep nothing.
+/// be. A partition's queue stays once emptied: at many partitions nearly every batch opens a
+/// queue, and making and dropping one per batch (its tree entry and its buffer) cost a tenth
+/// of a batch's instructions, and dropping a topic's queues whenever a send emptied them all
+/// cost as much again (10,000 entries remade). A topic's queues go when none holds a batch and
+/// the producer no longer wants the topic ([`Accumulator::forget_idle_topics`]).
 #[derive(Debug, Default)]
 struct Queues {
     topics: BTreeMap<Topic, TopicQueues>,
@@ -739,8 +740,8 @@ impl Accumulator {
     }
 
     /// Keeps a partition's index keys (see [`Fronts`]) those of its first batch after its
-    /// queue changed, and drops the topic's queues once none holds a batch (see [`Queues`]).
-    /// Every change to which batch is first,
+    /// queue changed, and counts the queues that hold batches (see [`Queues`]). Every change
+    /// to which batch is first,
     /// or to its retry time or fullness, is followed by this.
     fn reindex(&mut self, topic: &str, partition: i32) {
         let Some((t, parts)) = self.queues.topics.get_key_value(topic) else {
@@ -751,11 +752,6 @@ impl Accumulator {
         };
         let keys = q.front().map(|b| (ready_at(b, self.linger), b.deadline));
         if keys == q.keys {
-            // An empty queue of a topic with nothing queued (a first append refused for
-            // memory): the topic goes, as below.
-            if keys.is_none() && parts.nonempty == 0 {
-                self.queues.topics.remove(topic);
-            }
             return;
         }
         let t = t.clone();
@@ -782,11 +778,15 @@ impl Accumulator {
             None => {
                 parts.nonempty -= 1;
                 self.queues.nonempty -= 1;
-                if parts.nonempty == 0 {
-                    self.queues.topics.remove(topic);
-                }
             }
         }
+    }
+
+    /// Drops the queues of topics that hold no batch and that `wanted` no longer names (the
+    /// producer's metadata let them go: idle for `metadata.max.idle.ms`, or failed), so that a
+    /// producer that wrote to many topics over its life keeps queues only for its current ones.
+    pub fn forget_idle_topics(&mut self, wanted: impl Fn(&str) -> bool) {
+        (self.queues.topics).retain(|t, parts| parts.nonempty > 0 || wanted(t));
     }
 
     /// Batches waiting for each partition.

@@ -128,6 +128,9 @@ pub struct Producer {
     /// [`Metadata::removals`] then: sends to it within [`USE_MEMO`] skip the metadata lookup
     /// that marking takes, unless a topic was dropped since.
     used: Option<(Topic, Instant, u64)>,
+    /// [`Metadata::removals`] when the accumulator last dropped the queues of topics no
+    /// longer wanted (see [`Accumulator::forget_idle_topics`]).
+    queues_pruned: u64,
     /// The producer did work an IO loop must act on (see [`Producer::take_attention`]).
     attention: bool,
     /// The transaction state, with `transactional.id`.
@@ -189,6 +192,7 @@ impl Producer {
             linger_at: None,
             holding: None,
             used: None,
+            queues_pruned: 0,
             attention: false,
             txn: cfg.transactional_id.clone().map(|id| {
                 transaction::Transactions::new(
@@ -522,6 +526,11 @@ impl Producer {
         if let Some(e) = self.net.take_auth_failure() {
             self.fail_unsent(DeliveryError::Authentication(e));
         }
+        if self.metadata.removals() != self.queues_pruned {
+            self.queues_pruned = self.metadata.removals();
+            let metadata = &self.metadata;
+            (self.acc).forget_idle_topics(|t| metadata.topic(t).is_some());
+        }
         self.expire(now);
         self.place_pending(now);
         self.refresh_metadata(now);
@@ -704,7 +713,10 @@ impl Producer {
     /// Writes one Produce request; whether it was written (else its batches went back).
     fn send_batches(&mut self, conn: ConnId, mut batches: Vec<Batch>, now: Instant) -> bool {
         let (pid, epoch) = self.idem.id.unwrap_or((-1, -1));
-        let mut topics: BTreeMap<String, TopicProduceData> = BTreeMap::new();
+        // By topic, in name order as a map would give them; found from the back, where the
+        // batch before (drained in topic order) left its topic, rather than by cloning each
+        // batch's topic name into a map key.
+        let mut topics: Vec<TopicProduceData> = Vec::new();
         for b in &mut batches {
             let (mut base_sequence, mut batch_epoch) = (-1, epoch);
             if self.cfg.enable_idempotence {
@@ -739,25 +751,29 @@ impl Producer {
                 .topic(&b.tp.0)
                 .map(|t| t.id)
                 .unwrap_or_default();
-            topics
-                .entry(b.tp.0.clone())
-                .or_insert_with(|| TopicProduceData {
-                    name: b.tp.0.clone(),
-                    topic_id,
-                    ..Default::default()
-                })
-                .partition_data
-                .push(PartitionProduceData {
-                    index: b.tp.1,
-                    records: Some(bytes),
-                    ..Default::default()
-                });
+            let at = match topics.iter().rposition(|t| t.name == b.tp.0) {
+                Some(at) => at,
+                None => {
+                    topics.push(TopicProduceData {
+                        name: b.tp.0.clone(),
+                        topic_id,
+                        ..Default::default()
+                    });
+                    topics.len() - 1
+                }
+            };
+            topics[at].partition_data.push(PartitionProduceData {
+                index: b.tp.1,
+                records: Some(bytes),
+                ..Default::default()
+            });
         }
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
         let req = ProduceRequest {
             transactional_id: self.cfg.transactional_id.clone(),
             acks: self.cfg.acks.wire_value(),
             timeout_ms: self.cfg.request_timeout.as_millis().min(i32::MAX as u128) as i32,
-            topic_data: topics.into_values().collect(),
+            topic_data: topics,
             ..Default::default()
         };
         let ids: Vec<u64> = batches.iter().map(|b| b.id).collect();

@@ -374,14 +374,10 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                 acc.next_deadline() <= earliest,
                 "seed {seed} step {step}: a late deadline"
             );
-            // Emptied queues stay while their topic has batches queued, each indexed
-            // exactly while it holds one, and the counts agree.
+            // Emptied queues stay, each indexed exactly while it holds a batch, and the
+            // counts agree.
             for parts in acc.queues.topics.values() {
                 let held = parts.partitions.values().filter(|q| !q.is_empty()).count();
-                assert!(
-                    held > 0,
-                    "seed {seed} step {step}: a topic with nothing queued stayed"
-                );
                 assert_eq!(parts.nonempty, held, "seed {seed} step {step}");
             }
             assert!(acc
