@@ -390,3 +390,36 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
         }
     }
 }
+
+/// Emptied queues stay (no remaking per batch), until the topic is no longer wanted; a topic
+/// with a batch queued keeps its queues whatever the producer says.
+#[test]
+fn idle_topics_queues_go_when_no_longer_wanted() {
+    let mut acc = Accumulator::new(1024, 1024, Duration::ZERO, Compression::None, 1 << 20);
+    let deadline = Instant::from_millis(1000);
+    for (topic, token) in [("idle", 0), ("busy", 1)] {
+        let r = ProducerRecord::new(topic, vec![1u8; 10], 1);
+        let fit = Block::Whole;
+        acc.append(0, &r, RecordToken(token), Instant::ZERO, deadline, fit)
+            .unwrap();
+    }
+    drained(&mut acc, &("idle".to_string(), 0));
+    assert!(
+        acc.queues.topics.contains_key("idle"),
+        "an emptied queue stays"
+    );
+    assert!(!acc.is_empty());
+    acc.forget_idle_topics(|_| false);
+    assert!(!acc.queues.topics.contains_key("idle"));
+    assert_eq!(
+        acc.queue_len("busy", 0),
+        1,
+        "a queued batch is never dropped"
+    );
+    drained(&mut acc, &("busy".to_string(), 0));
+    assert!(acc.is_empty());
+    acc.forget_idle_topics(|t| t == "busy");
+    assert!(acc.queues.topics.contains_key("busy"), "still wanted");
+    acc.forget_idle_topics(|_| false);
+    assert!(acc.queues.topics.is_empty());
+}
