@@ -776,6 +776,11 @@ impl Accumulator {
                 }
             }
             None => {
+                // The entry stays (see `Queues`), its room goes: room for four batches in each
+                // of 10,000 partitions' queues kept 9 MB (peak RSS 55 -> 65 MB on one Kafka
+                // node), for about 2% of a batch's instructions to make it again.
+                let q = parts.partitions.get_mut(&partition).expect("found above");
+                q.batches = VecDeque::new();
                 parts.nonempty -= 1;
                 self.queues.nonempty -= 1;
             }
