@@ -222,13 +222,10 @@ impl Queues {
     }
 
     /// Every queue, empty ones too, in (topic, partition) order.
-    fn iter(&self) -> impl Iterator<Item = (&str, i32, &Queue)> + '_ {
-        self.topics.iter().flat_map(|(t, parts)| {
-            parts
-                .partitions
-                .iter()
-                .map(move |(p, q)| (t.as_str(), *p, q))
-        })
+    fn iter(&self) -> impl Iterator<Item = (&Topic, i32, &Queue)> + '_ {
+        self.topics
+            .iter()
+            .flat_map(|(t, parts)| parts.partitions.iter().map(move |(p, q)| (t, *p, q)))
     }
 
     fn values_mut(&mut self) -> impl Iterator<Item = &mut Queue> + '_ {
@@ -470,11 +467,11 @@ impl Accumulator {
 
     /// The sender found these partitions' first batches ready but their leader's connection
     /// unable to take them: once full, they may grow (see [`Accumulator::grow`]).
-    pub fn waiting(&mut self, partitions: &[TopicPartition]) {
+    pub fn waiting<T: AsRef<str>>(&mut self, partitions: &[(T, i32)]) {
         for (topic, partition) in partitions {
             if let Some(b) = self
                 .queues
-                .get_mut(topic, *partition)
+                .get_mut(topic.as_ref(), *partition)
                 .and_then(|q| q.front_mut())
             {
                 b.waited = true;
@@ -550,11 +547,11 @@ impl Accumulator {
     /// held back while a request is in flight on its leader's connection (see
     /// `Producer::send_round`): twice `linger.ms` from its opening. None for a batch that may
     /// not wait: a full one, a retry, or any while a send waits for memory.
-    pub fn hold_until(&self, tp: &TopicPartition) -> Option<Instant> {
+    pub fn hold_until(&self, topic: &str, partition: i32) -> Option<Instant> {
         if self.pool.waiters {
             return None;
         }
-        let b = self.queues.get(&tp.0, tp.1)?.front()?;
+        let b = self.queues.get(topic, partition)?.front()?;
         (b.retry_at.is_none() && !b.full).then(|| b.created + self.linger * 2)
     }
 
@@ -563,7 +560,7 @@ impl Accumulator {
         self.queues
             .iter()
             .filter(|(_, _, q)| !q.is_empty())
-            .map(|(t, p, _)| (t, p))
+            .map(|(t, p, _)| (t.as_str(), p))
     }
 
     /// The partitions whose first batch may be sent now, and the next instant one becomes ready.
@@ -573,7 +570,7 @@ impl Accumulator {
         now: Instant,
         force: bool,
         blocked: impl Fn(&TopicPartition) -> bool,
-    ) -> (Vec<TopicPartition>, Option<Instant>) {
+    ) -> (Vec<(Topic, i32)>, Option<Instant>) {
         if force || self.pool.waiters {
             // Every first batch may be ready, whatever its key says.
             return self.ready_scan(now, force, blocked);
@@ -591,7 +588,8 @@ impl Accumulator {
                 ready.sort_unstable();
                 return (ready, Some(*at));
             }
-            ready.push(b.tp.clone());
+            // The index's shared name, not the batch's own: a clone is a count, not a copy.
+            ready.push((topic.clone(), *partition));
         }
         // In (topic, partition) order, as the queues are (requests fill in that order).
         ready.sort_unstable();
@@ -634,17 +632,16 @@ impl Accumulator {
         now: Instant,
         force: bool,
         blocked: impl Fn(&TopicPartition) -> bool,
-    ) -> (Vec<TopicPartition>, Option<Instant>) {
+    ) -> (Vec<(Topic, i32)>, Option<Instant>) {
         let mut ready = Vec::new();
         let mut next: Option<Instant> = None;
-        for (_, _, q) in self.queues.iter() {
+        for (topic, partition, q) in self.queues.iter() {
             let Some(b) = q.front() else { continue };
-            let tp = &b.tp;
-            if blocked(tp) {
+            if blocked(&b.tp) {
                 continue;
             }
             if self.is_ready(b, now, force) {
-                ready.push(tp.clone());
+                ready.push((topic.clone(), partition));
             } else {
                 let at = b.retry_at.unwrap_or(b.created + self.linger);
                 next = Some(next.map_or(at, |n| n.min(at)));
@@ -655,11 +652,12 @@ impl Accumulator {
 
     /// Takes ready first batches of partitions led by `node`, up to `max_size` bytes in all
     /// (one batch always goes, so an oversized batch is not stuck forever).
-    pub fn drain(&mut self, partitions: &[TopicPartition], max_size: usize) -> Vec<Batch> {
+    pub fn drain<T: AsRef<str>>(&mut self, partitions: &[(T, i32)], max_size: usize) -> Vec<Batch> {
         let mut out = Vec::new();
         let mut size = 0;
-        for tp in partitions {
-            let Some(q) = self.queues.get_mut(&tp.0, tp.1) else {
+        for (topic, partition) in partitions {
+            let (topic, partition) = (topic.as_ref(), *partition);
+            let Some(q) = self.queues.get_mut(topic, partition) else {
                 continue;
             };
             let Some(first) = q.front() else { continue };
@@ -669,7 +667,7 @@ impl Accumulator {
             let b = q.pop_front().expect("checked");
             size += b.size();
             out.push(b);
-            self.reindex(&tp.0, tp.1);
+            self.reindex(topic, partition);
         }
         out
     }

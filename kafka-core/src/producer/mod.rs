@@ -619,7 +619,7 @@ impl Producer {
         });
         self.linger_at = linger;
         // By leader, and by connection to it when there are several.
-        let mut by_conn: BTreeMap<(NodeId, usize), Vec<TopicPartition>> = BTreeMap::new();
+        let mut by_conn: BTreeMap<(NodeId, usize), Vec<(Topic, i32)>> = BTreeMap::new();
         let lanes = self.cfg.connections_per_broker;
         // A partition without a leader (not elected yet, or it moved) waits for metadata,
         // which must then be asked for: nothing else would wake its batches.
@@ -665,7 +665,10 @@ impl Producer {
             self.stalled_since.remove(&(node, lane));
             if may_hold && self.net.in_flight(conn) > 0 {
                 // None (the least) if any of them may not wait.
-                let until = (partitions.iter().map(|tp| self.acc.hold_until(tp)).min()).flatten();
+                let until = (partitions.iter())
+                    .map(|(t, p)| self.acc.hold_until(t, *p))
+                    .min()
+                    .flatten();
                 if let Some(until) = until.filter(|t| *t > now) {
                     self.holding = Some(self.holding.map_or(until, |h| h.min(until)));
                     continue;

@@ -209,7 +209,7 @@ fn a_full_batch_grows_while_it_waits_up_to_the_cap() {
         "growth is accounted"
     );
     let (ready, _) = acc.ready(Instant::ZERO, false, |_| false);
-    assert_eq!(ready, [("t".to_string(), 0)], "ready before linger.ms");
+    assert_eq!(ready, [(Topic::from("t"), 0)], "ready before linger.ms");
     // A first batch the sender found waiting (its connection at its in-flight limit) grows
     // too; drained, it is sealed and takes no more records: the next opens at 16 KB.
     let tp = ("t".to_string(), 0);
