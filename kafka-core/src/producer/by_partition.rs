@@ -106,7 +106,7 @@ impl<V> Slots<V> {
 
 impl<V> ByPartition<V> {
     pub fn get(&self, tp: &TopicPartition) -> Option<&V> {
-        self.topics.get(tp.0.as_str())?.get(tp.1)
+        self.get_in(&tp.0, tp.1)
     }
 
     pub fn get_mut(&mut self, tp: &TopicPartition) -> Option<&mut V> {
