@@ -46,6 +46,12 @@
 //!                 producer.handle_received(conn, &reply.bytes, now);
 //!             }
 //!             Output::Transmit(Transmit::Close { conn }) => drop(conns.remove(&conn)),
+//!             // Deliveries come a batch at a time; a failure, a record at a time.
+//!             Output::Event(ProducerEvent::Delivered(batch)) => {
+//!                 if let Some(outcome) = batch.outcome(token) {
+//!                     break 'run outcome;
+//!                 }
+//!             }
 //!             Output::Event(ProducerEvent::Outcome(t, outcome)) if t == token => break 'run outcome,
 //!             _ => {} // other events, and kinds of output added later (non_exhaustive)
 //!         }

@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_core::config::ConsumerConfig;
 use kafka_core::fetcher::{FetchError, FetchEvent, Fetcher, Output, StartFrom};
 use kafka_core::net::{ConnId, Transmit};
-use kafka_core::producer::{self, Outcome, Producer, ProducerEvent, ProducerRecord};
+use kafka_core::producer::{self, Producer, ProducerEvent, ProducerRecord};
 use kafka_core::{Instant, ProducerConfig};
 use kafka_sim::proto::api::{RequestBody, ResponseBody};
 use kafka_sim::proto::compression::Compression;
@@ -195,8 +195,8 @@ fn produce_records(cluster: &SingleBroker, compression: &str, records: Vec<(i32,
                     let out = conns.get_mut(&conn).unwrap().receive(&bytes).unwrap();
                     p.handle_received(conn, &out.bytes, now);
                 }
-                producer::Output::Event(ProducerEvent::Outcome(_, Outcome::Delivered { .. })) => {
-                    delivered += 1
+                producer::Output::Event(ProducerEvent::Delivered(batch)) => {
+                    delivered += batch.len()
                 }
                 producer::Output::Event(ProducerEvent::Outcome(_, o)) => panic!("{o:?}"),
                 _ => {}

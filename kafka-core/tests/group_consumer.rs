@@ -9,7 +9,7 @@ use std::time::Duration;
 use kafka_core::config::ConsumerConfig;
 use kafka_core::fetcher::{FetchEvent, Fetcher, StartFrom, SubscribeError};
 use kafka_core::net::{ConnId, Transmit};
-use kafka_core::producer::{self, Outcome, ProducerEvent, ProducerRecord};
+use kafka_core::producer::{self, ProducerEvent, ProducerRecord};
 use kafka_core::{Instant, Producer, ProducerConfig};
 use kafka_sim::proto::api::RequestBody;
 use kafka_sim::{ScriptedBroker, SimTime, SingleBroker};
@@ -232,8 +232,8 @@ fn produce(cluster: &SingleBroker, n: usize) {
                     let out = conns.get_mut(&conn).unwrap().receive(&bytes).unwrap();
                     p.handle_received(conn, &out.bytes, now);
                 }
-                producer::Output::Event(ProducerEvent::Outcome(_, Outcome::Delivered { .. })) => {
-                    delivered += 1
+                producer::Output::Event(ProducerEvent::Delivered(batch)) => {
+                    delivered += batch.len()
                 }
                 producer::Output::Event(ProducerEvent::Outcome(_, o)) => panic!("{o:?}"),
                 _ => {}

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use kafka_core::config::{HostPort, ProducerConfig};
 use kafka_core::net::{ConnId, ConnectError, Transmit};
 use kafka_core::producer::{
-    Certainty, DeliveryError, Outcome, Output, Producer, ProducerEvent, ProducerRecord,
+    Certainty, Delivered, DeliveryError, Outcome, Output, Producer, ProducerEvent, ProducerRecord,
     RecordToken, SendError, Topic,
 };
 use kafka_core::Instant;
@@ -294,6 +294,8 @@ struct Harness {
     events: Vec<ProducerEvent>,
     /// When each of `events` came out.
     event_times: Vec<Instant>,
+    /// The deliveries as they came out, a batch per event (`events` has them per record).
+    batches: Vec<Delivered>,
 }
 
 impl Harness {
@@ -317,6 +319,7 @@ impl Harness {
             transmits: Vec::new(),
             events: Vec::new(),
             event_times: Vec::new(),
+            batches: Vec::new(),
         }
     }
 
@@ -324,8 +327,13 @@ impl Harness {
         while let Some(o) = self.p.poll_output() {
             match o {
                 Output::Event(e) => {
-                    self.events.push(e);
-                    self.event_times.push(self.now);
+                    if let ProducerEvent::Delivered(batch) = &e {
+                        self.batches.push(batch.clone());
+                    }
+                    for e in e.per_record() {
+                        self.events.push(e);
+                        self.event_times.push(self.now);
+                    }
                 }
                 Output::Transmit(t) => {
                     self.transmits.push(t.clone());
@@ -539,6 +547,43 @@ fn a_full_batch_wakes_the_sender() {
         h.produce_count() > before,
         "a full batch went without waiting for linger"
     );
+}
+
+#[test]
+fn a_batch_is_delivered_as_one_event_with_each_records_outcome() {
+    let mut h = Harness::new(&[("linger.ms", "5")], 1);
+    warm(&mut h);
+    h.batches.clear();
+    let tokens: Vec<RecordToken> = ["a", "b", "c"].iter().map(|v| h.send(v)).collect();
+    h.ms(10);
+    assert_eq!(
+        h.batches.len(),
+        1,
+        "one event for the batch: {:?}",
+        h.batches
+    );
+    let batch = &h.batches[0];
+    assert_eq!((batch.len(), batch.partition()), (3, 0));
+    let outcomes: Vec<_> = batch.outcomes().collect();
+    let Some(Outcome::Delivered {
+        offset: Some(base), ..
+    }) = batch.outcome(tokens[0])
+    else {
+        panic!("{outcomes:?}")
+    };
+    for (i, (token, outcome)) in outcomes.iter().enumerate() {
+        assert_eq!(*token, tokens[i], "in the order sent");
+        assert!(
+            matches!(outcome, Outcome::Delivered { offset: Some(o), partition: 0, .. } if *o == base + i as i64),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            h.outcome(*token),
+            Some(outcome),
+            "per_record spells out the same"
+        );
+    }
+    assert_eq!(batch.outcome(RecordToken(u64::MAX)), None);
 }
 
 #[test]

@@ -396,7 +396,7 @@ impl Harness {
     fn pump(&mut self) {
         while let Some(o) = self.p.poll_output() {
             match o {
-                Output::Event(e) => self.events.push(e),
+                Output::Event(e) => self.events.extend(e.per_record()),
                 Output::Transmit(Transmit::Connect { conn, addr }) => {
                     let node: i32 = addr.host.trim_start_matches("broker").parse().unwrap();
                     let cluster = self.cluster.clone();

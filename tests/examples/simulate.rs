@@ -171,7 +171,8 @@ fn main() {
         }
         producer.handle_timeout(now);
         consumer.handle_timeout(now);
-        for e in drain(&mut producer, 0, &cluster, &mut net, t) {
+        let events = drain(&mut producer, 0, &cluster, &mut net, t);
+        for e in events.into_iter().flat_map(ProducerEvent::per_record) {
             match e {
                 ProducerEvent::Outcome(
                     _,

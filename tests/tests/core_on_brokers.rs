@@ -36,8 +36,9 @@ fn produce(broker: &Broker, topic: &str, codec: &str, acks: &str) -> (Producer, 
         e.iter()
             .any(|e| matches!(e, ProducerEvent::FlushComplete(_)))
     });
-    let outcomes: Vec<&Outcome> = events
-        .iter()
+    let outcomes: Vec<Outcome> = events
+        .into_iter()
+        .flat_map(ProducerEvent::per_record)
         .filter_map(|e| match e {
             ProducerEvent::Outcome(_, o) => Some(o),
             _ => None,

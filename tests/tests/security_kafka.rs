@@ -387,7 +387,7 @@ fn kafka_reauthentication_under_load_loses_nothing_and_keeps_its_connections() {
             sent += 1;
         }
         let events = d.run(&mut p, Duration::from_millis(100), |_| false);
-        for e in events {
+        for e in events.into_iter().flat_map(ProducerEvent::per_record) {
             if let ProducerEvent::Outcome(_, o) = e {
                 assert!(matches!(o, Outcome::Delivered { .. }), "{o:?}");
                 delivered += 1;
@@ -396,11 +396,15 @@ fn kafka_reauthentication_under_load_loses_nothing_and_keeps_its_connections() {
     }
     let events = d.run(&mut p, Duration::from_secs(30), |e| {
         e.iter()
-            .filter(|e| matches!(e, ProducerEvent::Outcome(..)))
-            .count() as u64
+            .map(|e| match e {
+                ProducerEvent::Outcome(..) => 1,
+                ProducerEvent::Delivered(batch) => batch.len() as u64,
+                _ => 0,
+            })
+            .sum::<u64>()
             == sent - delivered
     });
-    for e in events {
+    for e in events.into_iter().flat_map(ProducerEvent::per_record) {
         if let ProducerEvent::Outcome(_, o) = e {
             assert!(matches!(o, Outcome::Delivered { .. }), "{o:?}");
             delivered += 1;

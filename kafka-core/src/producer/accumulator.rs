@@ -10,7 +10,7 @@ use kafka_proto::record::{
     rewrite_producer_fields, BatchBuilder, BatchMeta, RecordBatches, BATCH_HEADER_LEN,
 };
 
-use super::types::{ProducerRecord, RecordToken, Topic};
+use super::types::{ProducerRecord, RecordMeta, RecordToken, Topic};
 use crate::time::Instant;
 
 /// A topic and partition.
@@ -18,13 +18,6 @@ pub use crate::topic::TopicPartition;
 pub(crate) use pool::Pool;
 
 mod pool;
-
-/// One record's bookkeeping inside a batch.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RecordMeta {
-    pub token: RecordToken,
-    pub timestamp: i64,
-}
 
 /// A batch of records for one partition.
 #[derive(Debug)]

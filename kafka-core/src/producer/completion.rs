@@ -9,7 +9,7 @@ use kafka_proto::messages::produce_response::{
 use kafka_proto::ErrorCode;
 
 use super::accumulator::Batch;
-use super::types::{Certainty, DeliveryError, Outcome, ProducerEvent, RecordToken};
+use super::types::{Certainty, Delivered, DeliveryError, Outcome, ProducerEvent, RecordToken};
 use super::{is_leadership_error, Producer};
 use crate::config::HostPort;
 use crate::time::Instant;
@@ -247,25 +247,29 @@ impl Producer {
         self.acc.recycle(b);
     }
 
-    pub(super) fn complete(&mut self, b: Batch, base_offset: Option<i64>, log_append_time: i64) {
+    pub(super) fn complete(
+        &mut self,
+        mut b: Batch,
+        base_offset: Option<i64>,
+        log_append_time: i64,
+    ) {
         self.release(&b);
         if std::mem::take(&mut self.retries_warned) {
             tracing::info!(topic = %b.tp.0, partition = b.tp.1, "batches are delivered again");
         }
-        for (i, r) in b.records.iter().enumerate() {
-            let outcome = Outcome::Delivered {
-                partition: b.tp.1,
-                // A broker's number: never trusted not to overflow.
-                offset: base_offset.and_then(|o| o.checked_add(i as i64)),
-                timestamp: if log_append_time >= 0 {
-                    log_append_time
-                } else {
-                    r.timestamp
-                },
-            };
-            self.resolve(r.token, outcome);
-        }
+        let partition = b.tp.1;
+        let mut records = std::mem::take(&mut b.records);
         self.acc.recycle(b);
+        // Each token resolves once: one already resolved (none should be) is left out.
+        records.retain(|r| self.outstanding.remove(r.token.0));
+        if !records.is_empty() {
+            self.events.push_back(ProducerEvent::Delivered(Delivered {
+                partition,
+                base_offset,
+                log_append_time,
+                records,
+            }));
+        }
     }
 
     pub(super) fn release(&mut self, b: &Batch) {

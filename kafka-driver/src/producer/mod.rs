@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -602,6 +602,16 @@ impl Session for ProducerSession {
                     w.wake();
                 }
             }
+            ProducerEvent::Delivered(batch) => {
+                let wakers: Vec<_> = {
+                    let mut pending = self.shared.pending();
+                    batch
+                        .outcomes()
+                        .filter_map(|(token, outcome)| pending.resolve(token, outcome))
+                        .collect()
+                };
+                wakers.into_iter().for_each(Waker::wake);
+            }
             ProducerEvent::MemoryAvailable => {
                 self.shared.memory.notify(usize::MAX);
             }
@@ -638,6 +648,12 @@ impl Session for ProducerSession {
                     Output::Event(ProducerEvent::Outcome(token, outcome)) => {
                         let pending = pending.get_or_insert_with(|| self.shared.pending());
                         wakers.extend(pending.resolve(token, outcome));
+                    }
+                    Output::Event(ProducerEvent::Delivered(batch)) => {
+                        let pending = pending.get_or_insert_with(|| self.shared.pending());
+                        for (token, outcome) in batch.outcomes() {
+                            wakers.extend(pending.resolve(token, outcome));
+                        }
                     }
                     other => outputs.push_back(other),
                 }

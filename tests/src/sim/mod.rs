@@ -322,9 +322,15 @@ impl World {
                 Some(Client::Producer(p)) => match p.producer.poll_output() {
                     None => None,
                     Some(Output::Event(e)) => {
-                        let line = format!("c{i} event {e:?}");
-                        p.on_event(e, now)?;
-                        self.note(|| line);
+                        // Traced a record at a time, as the core once reported deliveries.
+                        let mut lines = Vec::new();
+                        for e in e.per_record() {
+                            lines.push(format!("c{i} event {e:?}"));
+                            p.on_event(e, now)?;
+                        }
+                        for line in lines {
+                            self.note(|| line);
+                        }
                         continue;
                     }
                     Some(Output::Transmit(tx)) => Some(tx),
