@@ -175,65 +175,110 @@ struct Fronts {
 /// of a batch's instructions, and dropping a topic's queues whenever a send emptied them all
 /// cost as much again (10,000 entries remade). A topic's queues go when none holds a batch and
 /// the producer no longer wants the topic ([`Accumulator::forget_idle_topics`]).
+///
+/// The record path finds its queue without a tree search: a topic's queues are a vector
+/// indexed by partition number (partitions are numbered 0..count), and the topic last appended
+/// to is remembered with its place, found again by a pointer compare of its shared name.
 #[derive(Debug, Default)]
 struct Queues {
-    topics: BTreeMap<Topic, TopicQueues>,
+    /// Where each topic's queues are in `topics`.
+    index: BTreeMap<Topic, usize>,
+    topics: Vec<TopicQueues>,
+    /// The topic last appended to, and its place in `topics`.
+    last: Option<(Topic, usize)>,
     /// How many queues hold a batch (are indexed in [`Fronts`]).
     nonempty: usize,
 }
 
-/// One topic's partition queues.
+/// One topic's partition queues, by partition number.
 #[derive(Debug, Default)]
 struct TopicQueues {
-    partitions: BTreeMap<i32, Queue>,
+    partitions: Vec<Queue>,
     /// How many of them hold a batch.
     nonempty: usize,
 }
 
 impl Queues {
+    fn topic(&self, topic: &str) -> Option<&TopicQueues> {
+        self.topics.get(*self.index.get(topic)?)
+    }
+
     fn get(&self, topic: &str, partition: i32) -> Option<&Queue> {
-        self.topics.get(topic)?.partitions.get(&partition)
+        self.topic(topic)?
+            .partitions
+            .get(usize::try_from(partition).ok()?)
     }
 
     fn get_mut(&mut self, topic: &str, partition: i32) -> Option<&mut Queue> {
-        self.topics.get_mut(topic)?.partitions.get_mut(&partition)
+        let at = *self.index.get(topic)?;
+        self.topics[at]
+            .partitions
+            .get_mut(usize::try_from(partition).ok()?)
     }
 
     fn or_default(&mut self, topic: &Topic, partition: i32) -> &mut Queue {
-        // Looked up by `Topic`: a record's topic is usually the very key it was inserted
-        // with, found by pointer. The key is cloned only for a new topic (a clone and its drop
-        // are two atomic operations, dearer on every append than a second lookup).
-        if !self.topics.contains_key(topic) {
-            self.topics.insert(topic.clone(), TopicQueues::default());
+        let at = match &self.last {
+            Some((t, at)) if Topic::ptr_eq(t, topic) => *at,
+            _ => {
+                let at = match self.index.get(topic) {
+                    Some(at) => *at,
+                    None => {
+                        self.topics.push(TopicQueues::default());
+                        self.index.insert(topic.clone(), self.topics.len() - 1);
+                        self.topics.len() - 1
+                    }
+                };
+                self.last = Some((topic.clone(), at));
+                at
+            }
+        };
+        let partitions = &mut self.topics[at].partitions;
+        // Partitions are numbered from 0 and checked against the topic's count before a
+        // record is appended (a negative one is refused at `send`).
+        let p = usize::try_from(partition).expect("a partition number is not negative");
+        if p >= partitions.len() {
+            partitions.resize_with(p + 1, Queue::default);
         }
-        self.topics
-            .get_mut(topic)
-            .expect("inserted above")
-            .partitions
-            .entry(partition)
-            .or_default()
+        &mut partitions[p]
     }
 
     /// Every queue, empty ones too, in (topic, partition) order.
     fn iter(&self) -> impl Iterator<Item = (&Topic, i32, &Queue)> + '_ {
-        self.topics
-            .iter()
-            .flat_map(|(t, parts)| parts.partitions.iter().map(move |(p, q)| (t, *p, q)))
+        self.index.iter().flat_map(|(t, at)| {
+            (self.topics[*at].partitions.iter())
+                .enumerate()
+                .map(move |(p, q)| (t, p as i32, q))
+        })
     }
 
     fn values_mut(&mut self) -> impl Iterator<Item = &mut Queue> + '_ {
-        self.topics
-            .values_mut()
-            .flat_map(|parts| parts.partitions.values_mut())
+        self.topics.iter_mut().flat_map(|t| t.partitions.iter_mut())
     }
 
     fn take_all(&mut self) -> Vec<Batch> {
         self.nonempty = 0;
+        self.index.clear();
+        self.last = None;
         std::mem::take(&mut self.topics)
-            .into_values()
-            .flat_map(|parts| parts.partitions.into_values())
+            .into_iter()
+            .flat_map(|t| t.partitions)
             .flat_map(|q| q.batches)
             .collect()
+    }
+
+    /// Keeps the topics that hold a batch or that `wanted` names.
+    fn retain(&mut self, wanted: impl Fn(&str) -> bool) {
+        let old = std::mem::take(&mut self.topics);
+        let mut old: Vec<Option<TopicQueues>> = old.into_iter().map(Some).collect();
+        self.last = None;
+        let index = std::mem::take(&mut self.index);
+        for (t, at) in index {
+            let queues = old[at].take().expect("each topic has one place");
+            if queues.nonempty > 0 || wanted(&t) {
+                self.topics.push(queues);
+                self.index.insert(t, self.topics.len() - 1);
+            }
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -734,10 +779,13 @@ impl Accumulator {
     /// queue changed, and counts the queues that hold batches (see [`Queues`]). Every change
     /// to which batch is first, or to its retry time or fullness, is followed by this.
     fn reindex(&mut self, topic: &str, partition: i32) {
-        let Some((t, parts)) = self.queues.topics.get_key_value(topic) else {
+        let Some((t, &at)) = self.queues.index.get_key_value(topic) else {
             return;
         };
-        let Some(q) = parts.partitions.get(&partition) else {
+        let Some(q) = usize::try_from(partition)
+            .ok()
+            .and_then(|p| self.queues.topics[at].partitions.get(p))
+        else {
             return;
         };
         let keys = q.front().map(|b| (ready_at(b, self.linger), b.deadline));
@@ -750,8 +798,8 @@ impl Accumulator {
             self.fronts.due.remove(&(due, t.clone(), partition));
         }
         let was_indexed = q.keys.is_some();
-        let parts = self.queues.topics.get_mut(topic).expect("found above");
-        let q = parts.partitions.get_mut(&partition).expect("found above");
+        let parts = &mut self.queues.topics[at];
+        let q = &mut parts.partitions[partition as usize];
         q.keys = keys;
         match keys {
             Some((ready, due)) => {
@@ -777,7 +825,7 @@ impl Accumulator {
     /// producer's metadata let them go: idle for `metadata.max.idle.ms`, or failed), so that a
     /// producer that wrote to many topics over its life keeps queues only for its current ones.
     pub fn forget_idle_topics(&mut self, wanted: impl Fn(&str) -> bool) {
-        (self.queues.topics).retain(|t, parts| parts.nonempty > 0 || wanted(t));
+        self.queues.retain(wanted);
     }
 
     /// Batches waiting for each partition.
@@ -896,11 +944,8 @@ impl Accumulator {
             q.batches = keep;
             out.extend(never);
         }
-        let all: Vec<(Topic, i32)> = self
-            .queues
-            .topics
-            .iter()
-            .flat_map(|(t, parts)| parts.partitions.keys().map(move |p| (t.clone(), *p)))
+        let all: Vec<(Topic, i32)> = (self.queues.iter())
+            .map(|(t, p, _)| (t.clone(), p))
             .collect();
         for (topic, partition) in all {
             self.reindex(&topic, partition);

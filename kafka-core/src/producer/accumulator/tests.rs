@@ -376,8 +376,8 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
             );
             // Emptied queues stay, each indexed exactly while it holds a batch, and the
             // counts agree.
-            for parts in acc.queues.topics.values() {
-                let held = parts.partitions.values().filter(|q| !q.is_empty()).count();
+            for parts in &acc.queues.topics {
+                let held = parts.partitions.iter().filter(|q| !q.is_empty()).count();
                 assert_eq!(parts.nonempty, held, "seed {seed} step {step}");
             }
             assert!(acc
@@ -405,12 +405,12 @@ fn idle_topics_queues_go_when_no_longer_wanted() {
     }
     drained(&mut acc, &("idle".to_string(), 0));
     assert!(
-        acc.queues.topics.contains_key("idle"),
+        acc.queues.index.contains_key("idle"),
         "an emptied queue stays"
     );
     assert!(!acc.is_empty());
     acc.forget_idle_topics(|_| false);
-    assert!(!acc.queues.topics.contains_key("idle"));
+    assert!(!acc.queues.index.contains_key("idle"));
     assert_eq!(
         acc.queue_len("busy", 0),
         1,
@@ -419,7 +419,44 @@ fn idle_topics_queues_go_when_no_longer_wanted() {
     drained(&mut acc, &("busy".to_string(), 0));
     assert!(acc.is_empty());
     acc.forget_idle_topics(|t| t == "busy");
-    assert!(acc.queues.topics.contains_key("busy"), "still wanted");
+    assert!(acc.queues.index.contains_key("busy"), "still wanted");
     acc.forget_idle_topics(|_| false);
-    assert!(acc.queues.topics.is_empty());
+    assert!(acc.queues.topics.is_empty() && acc.queues.index.is_empty());
+}
+
+/// The topic last appended to is remembered with its place; forgetting topics moves places,
+/// so a record after that must still land in its own topic's queue.
+#[test]
+fn appends_find_their_topic_after_others_were_forgotten() {
+    let mut acc = Accumulator::new(1024, 1024, Duration::ZERO, Compression::None, 1 << 20);
+    let deadline = Instant::from_millis(1000);
+    let (a, b) = (Topic::from("a"), Topic::from("b"));
+    let append = |acc: &mut Accumulator, topic: &Topic, partition, token| {
+        let r = ProducerRecord::new(topic.clone(), vec![1u8; 10], 1);
+        acc.append(
+            partition,
+            &r,
+            RecordToken(token),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        )
+        .unwrap();
+    };
+    append(&mut acc, &a, 2, 0);
+    append(&mut acc, &b, 1, 1);
+    drained(&mut acc, &("a".to_string(), 2));
+    // "a" goes; "b", remembered at place 1, moves to place 0.
+    acc.forget_idle_topics(|t| t == "b");
+    append(&mut acc, &b, 1, 2);
+    append(&mut acc, &a, 0, 3);
+    assert_eq!(acc.queue_len("b", 1), 1, "both of b's records in one batch");
+    assert_eq!(acc.queue_len("a", 0), 1);
+    let order: Vec<(&str, i32)> = acc.partitions().collect();
+    assert_eq!(order, [("a", 0), ("b", 1)], "in (topic, partition) order");
+    assert_eq!(
+        acc.queues.get("b", 1).unwrap()[0].records.len(),
+        2,
+        "the record after the forgetting joined b's batch"
+    );
 }
