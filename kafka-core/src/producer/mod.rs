@@ -693,7 +693,7 @@ impl Producer {
         let metadata = &self.metadata;
         if *generation != Some(metadata.generation()) {
             *generation = Some(metadata.generation());
-            self.acc.take_opened();
+            self.acc.drain_opened();
             set.clear();
             set.extend(
                 self.acc
@@ -702,7 +702,7 @@ impl Producer {
                     .map(|(t, p)| (t.to_owned(), p)),
             );
         } else {
-            for (t, p) in self.acc.take_opened() {
+            for (t, p) in self.acc.drain_opened() {
                 if metadata.leader(&t, p).is_none() {
                     set.insert((t.to_string(), p));
                 }
