@@ -19,9 +19,15 @@ pub(crate) use pool::Pool;
 
 mod pool;
 
-/// A batch of records for one partition.
+/// A batch of records for one partition, boxed: batches move between the queues, requests in
+/// flight and completion, and at many partitions a batch holds about one record, so moving its
+/// 224 bytes at each step was a tenth of a batch's cost; a queue's room is then a few pointers,
+/// small enough to keep when the queue empties.
+pub(crate) type Batch = Box<BatchData>;
+
+/// What a [`Batch`] holds.
 #[derive(Debug)]
-pub(crate) struct Batch {
+pub(crate) struct BatchData {
     pub id: u64,
     pub tp: TopicPartition,
     builder: Option<BatchBuilder>,
@@ -63,7 +69,7 @@ pub(crate) struct Batch {
     pub last_error: Option<Box<(String, Instant)>>,
 }
 
-impl Batch {
+impl BatchData {
     /// Seals the batch (once) with the producer fields.
     pub fn seal(&mut self, meta: &BatchMeta) -> Bytes {
         if let Some(b) = self.builder.take() {
@@ -466,7 +472,7 @@ impl Accumulator {
         b.append(r.timestamp, key, value, &headers);
         let bytes = b.size() - before;
         self.next_id += 1;
-        queue.push_back(Batch {
+        queue.push_back(Box::new(BatchData {
             id: self.next_id,
             tp: (r.topic.as_str().to_owned(), partition),
             builder: Some(b),
@@ -493,7 +499,7 @@ impl Accumulator {
             sent: false,
             unresolved: false,
             last_error: None,
-        });
+        }));
         // The queue may have been empty, or its last batch (perhaps its first) filled up.
         self.reindex(&r.topic, partition);
         Ok(Appended {
@@ -813,10 +819,9 @@ impl Accumulator {
                 }
             }
             None => {
-                // The entry stays (see `Queues`), its room goes: room for four batches in each
-                // of 10,000 partitions' queues kept 9 MB (on one Kafka node, peak RSS 66 MB
-                // kept, 52 MB freed), for about 4% of a batch's instructions to make it again.
-                q.batches = VecDeque::new();
+                // The entry stays (see `Queues`), and its room: four boxed batches' pointers,
+                // 320 KB over 10,000 partitions. (Room for four unboxed batches was 9 MB there,
+                // and was freed: peak RSS on one Kafka node 66 MB kept, 52 MB freed.)
                 parts.nonempty -= 1;
                 self.queues.nonempty -= 1;
             }
@@ -839,25 +844,25 @@ impl Accumulator {
     /// keeping its records' tokens, order and sequence range. Returns the batch unchanged
     /// (`Err`) if it cannot be split. Halving always makes progress, even when the broker's
     /// limit is below `batch.size`.
-    pub fn split(&mut self, b: Batch) -> Result<[Batch; 2], Box<Batch>> {
+    pub fn split(&mut self, b: Batch) -> Result<[Batch; 2], Batch> {
         let Some(sealed) = b.sealed.clone() else {
-            return Err(Box::new(b));
+            return Err(b);
         };
         if b.records.len() < 2 {
-            return Err(Box::new(b));
+            return Err(b);
         }
         let mut decoded = Vec::with_capacity(b.records.len());
         for batch in RecordBatches::new(sealed) {
             let Ok(records) = batch.and_then(|batch| batch.records()) else {
-                return Err(Box::new(b));
+                return Err(b);
             };
             for r in records {
-                let Ok(r) = r else { return Err(Box::new(b)) };
+                let Ok(r) = r else { return Err(b) };
                 decoded.push(r);
             }
         }
         if decoded.len() != b.records.len() {
-            return Err(Box::new(b));
+            return Err(b);
         }
         let mid = decoded.len() / 2;
         let mut halves = Vec::with_capacity(2);
@@ -876,7 +881,7 @@ impl Accumulator {
                 builder.append(r.timestamp, r.key.as_deref(), r.value.as_deref(), &headers);
             }
             self.next_id += 1;
-            halves.push(Batch {
+            halves.push(Box::new(BatchData {
                 id: self.next_id,
                 tp: b.tp.clone(),
                 builder: Some(builder),
@@ -901,7 +906,7 @@ impl Accumulator {
                 sent: b.sent,
                 unresolved: b.unresolved,
                 last_error: b.last_error.clone(),
-            });
+            }));
         }
         let second = halves.pop().expect("two halves");
         let first = halves.pop().expect("two halves");

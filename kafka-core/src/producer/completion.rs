@@ -78,7 +78,7 @@ impl Producer {
                             self.acc.reenqueue(first);
                         }
                         Err(b) => self.fail_batch(
-                            *b,
+                            b,
                             DeliveryError::Broker(ErrorCode::MessageTooLarge),
                             false,
                         ),
