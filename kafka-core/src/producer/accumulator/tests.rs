@@ -316,7 +316,7 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
             match rng.below(10) {
                 0..=4 => {
                     let r = ProducerRecord::new(
-                        ["a", "b"][rng.below(2) as usize],
+                        ["a", "b", "c"][rng.below(3) as usize],
                         vec![1u8; rng.below(300) as usize],
                         1,
                     );
@@ -347,6 +347,11 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                     acc.reenqueue(b);
                 }
                 8 => out.extend(acc.expire(now)),
+                // Topics no longer wanted go (their queue ids are given again).
+                9 if rng.below(4) == 0 => {
+                    let keep = ["a", "b", "c"][rng.below(3) as usize];
+                    acc.forget_idle_topics(|t| t == keep);
+                }
                 _ => {
                     let tp = (["a", "b"][rng.below(2) as usize].to_owned(), partition);
                     acc.waiting(&[tp]);
@@ -387,6 +392,18 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
             let held = acc.queues.iter().filter(|(_, _, q)| !q.is_empty()).count();
             assert_eq!(acc.queues.nonempty, held, "seed {seed} step {step}");
             assert_eq!(acc.is_empty(), held == 0);
+            // Each queue's id names it: its place gives back its topic and partition.
+            for (t, p, q) in acc.queues.iter() {
+                let (t2, p2, q2) = acc.queues.by_id(q.id);
+                assert_eq!((t, p, q.id), (t2, p2, q2.id), "seed {seed} step {step}");
+            }
+            // Forgotten queues' ids are given again, not leaked.
+            let (queues, places) = (acc.queues.iter().count(), acc.queues.places.len());
+            assert_eq!(
+                queues,
+                places - acc.queues.free.len(),
+                "seed {seed} step {step}"
+            );
         }
     }
 }
