@@ -6,101 +6,20 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_proto::compression::Compression;
-use kafka_proto::record::{
-    rewrite_producer_fields, BatchBuilder, BatchMeta, RecordBatches, BATCH_HEADER_LEN,
-};
+use kafka_proto::record::{BatchBuilder, RecordBatches, BATCH_HEADER_LEN};
 
 use super::types::{ProducerRecord, RecordMeta, RecordToken, Topic};
 use crate::time::Instant;
 
 /// A topic and partition.
 pub use crate::topic::TopicPartition;
+pub(crate) use batch::{Batch, BatchData};
 pub(crate) use pool::Pool;
+use queues::Queues;
 
+mod batch;
 mod pool;
-
-/// A batch of records for one partition, boxed: batches move between the queues, requests in
-/// flight and completion, and at many partitions a batch holds about one record, so moving its
-/// 224 bytes at each step was a tenth of a batch's cost; a queue's room is then a few pointers,
-/// small enough to keep when the queue empties.
-pub(crate) type Batch = Box<BatchData>;
-
-/// What a [`Batch`] holds.
-#[derive(Debug)]
-pub(crate) struct BatchData {
-    pub id: u64,
-    pub tp: TopicPartition,
-    builder: Option<BatchBuilder>,
-    /// The sealed bytes, once drained (retries resend the same bytes and sequence).
-    pub sealed: Option<Bytes>,
-    pub records: Vec<RecordMeta>,
-    pub created: Instant,
-    /// Until when it takes records (see [`Accumulator::append`]), fixed when it opens so that
-    /// each append compares one instant.
-    pub open_until: Instant,
-    /// The latest of its records' delivery deadlines (`send` + `delivery.timeout.ms`).
-    pub deadline: Instant,
-    pub attempts: u32,
-    pub retry_at: Option<Instant>,
-    /// Pool bytes this batch holds until it completes.
-    pub reserved: usize,
-    /// It reached `batch.size` (or could not grow): ready to send, without waiting for
-    /// `linger.ms`.
-    pub full: bool,
-    /// No more records go in: it reached its growth cap, memory was short, or it was split.
-    pub closed: bool,
-    /// It was ready, but its leader's connection could not take it (requests at
-    /// `max.in.flight.requests.per.connection`, or not connected): full, it may grow.
-    pub waited: bool,
-    /// Idempotence: the first record's sequence, fixed at the first drain (-1: unassigned,
-    /// also after an epoch bump, which renumbers the partition's queued batches).
-    pub base_sequence: i32,
-    /// Idempotence: the producer epoch the batch was sealed under.
-    pub epoch: i16,
-    /// Whether an attempt's fate is unknown (sent, then no answer): a final failure is then
-    /// "possibly sent". A definitive broker answer does not clear it: certainty only weakens.
-    pub sent: bool,
-    /// Idempotence: an attempt may have been written and no answer since said whether. Such
-    /// a batch is only ever resent with its own producer id, epoch and sequence, which the
-    /// broker deduplicates: renumbered under a new epoch it could be written twice.
-    pub unresolved: bool,
-    /// Why its last attempt failed, and when, for a timeout to name (boxed: rare, and
-    /// batches are many).
-    pub last_error: Option<Box<(String, Instant)>>,
-}
-
-impl BatchData {
-    /// Seals the batch (once) with the producer fields.
-    pub fn seal(&mut self, meta: &BatchMeta) -> Bytes {
-        if let Some(b) = self.builder.take() {
-            // Encoding into a pre-sized buffer cannot fail except on compression, whose codecs
-            // are checked at configuration time.
-            self.sealed = Some(b.seal(meta).expect("sealing a batch with an enabled codec"));
-        } else if (self.base_sequence, self.epoch) != (meta.base_sequence, meta.producer_epoch) {
-            // Re-sent under a bumped epoch (KIP-360): new producer fields, same records.
-            let old = self.sealed.as_ref().expect("a drained batch is sealed");
-            let new = rewrite_producer_fields(
-                old,
-                meta.producer_id,
-                meta.producer_epoch,
-                meta.base_sequence,
-            )
-            .expect("a batch this producer sealed");
-            self.sealed = Some(new);
-        }
-        self.base_sequence = meta.base_sequence;
-        self.epoch = meta.producer_epoch;
-        self.sealed.clone().expect("sealed above")
-    }
-
-    pub fn size(&self) -> usize {
-        match (&self.sealed, &self.builder) {
-            (Some(s), _) => s.len(),
-            (None, Some(b)) => b.size(),
-            (None, None) => 0,
-        }
-    }
-}
+mod queues;
 
 /// Why an append did not happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,29 +48,6 @@ pub(crate) struct Appended {
     pub bytes: usize,
 }
 
-/// One partition's queued batches, and the keys its first batch is indexed under in
-/// [`Fronts`] (`None`: not indexed).
-#[derive(Debug)]
-struct Queue {
-    batches: VecDeque<Batch>,
-    keys: Option<(Instant, Instant)>,
-    /// Its name in [`Fronts`] (see [`Queues::places`]).
-    id: u32,
-}
-
-impl std::ops::Deref for Queue {
-    type Target = VecDeque<Batch>;
-    fn deref(&self) -> &VecDeque<Batch> {
-        &self.batches
-    }
-}
-
-impl std::ops::DerefMut for Queue {
-    fn deref_mut(&mut self) -> &mut VecDeque<Batch> {
-        &mut self.batches
-    }
-}
-
 /// When a batch first at its partition may be sent, unless a flush, a close or a memory
 /// waiter makes it ready sooner: its retry backoff's end, else at once once full, else when
 /// `linger.ms` has passed.
@@ -176,184 +72,6 @@ fn ready_at(b: &Batch, linger: Duration) -> Instant {
 struct Fronts {
     ready: BTreeSet<(Instant, u32)>,
     due: BTreeSet<(Instant, u32)>,
-}
-
-/// Queued batches by topic, then partition: found from a record's `&str` topic, so appending
-/// needs no owned name, and iterated in (topic, partition) order as a map keyed by both would
-/// be. A partition's queue stays once emptied: at many partitions nearly every batch opens a
-/// queue, and making and dropping one per batch (its tree entry and its buffer) cost a tenth
-/// of a batch's instructions, and dropping a topic's queues whenever a send emptied them all
-/// cost as much again (10,000 entries remade). A topic's queues go when none holds a batch and
-/// the producer no longer wants the topic ([`Accumulator::forget_idle_topics`]).
-///
-/// The record path finds its queue without a tree search: a topic's queues are a vector
-/// indexed by partition number (partitions are numbered 0..count), and the topic last appended
-/// to is remembered with its place, found again by a pointer compare of its shared name.
-#[derive(Debug, Default)]
-struct Queues {
-    /// Where each topic's queues are in `topics`.
-    index: BTreeMap<Topic, usize>,
-    topics: Vec<TopicQueues>,
-    /// The topic last appended to, and its place in `topics`.
-    last: Option<(Topic, usize)>,
-    /// How many queues hold a batch (are indexed in [`Fronts`]).
-    nonempty: usize,
-    /// Each queue's topic and partition, and its topic's place in `topics`, by queue id.
-    places: Vec<Place>,
-    /// Ids of forgotten queues, to give again.
-    free: Vec<u32>,
-}
-
-/// Where a queue is (see [`Queues::places`]).
-#[derive(Debug)]
-struct Place {
-    topic: Topic,
-    /// The topic's place in [`Queues::topics`].
-    at: usize,
-    partition: i32,
-}
-
-/// One topic's partition queues, by partition number.
-#[derive(Debug, Default)]
-struct TopicQueues {
-    partitions: Vec<Queue>,
-    /// How many of them hold a batch.
-    nonempty: usize,
-}
-
-impl Queues {
-    fn topic(&self, topic: &str) -> Option<&TopicQueues> {
-        self.topics.get(*self.index.get(topic)?)
-    }
-
-    fn get(&self, topic: &str, partition: i32) -> Option<&Queue> {
-        self.topic(topic)?
-            .partitions
-            .get(usize::try_from(partition).ok()?)
-    }
-
-    fn get_mut(&mut self, topic: &str, partition: i32) -> Option<&mut Queue> {
-        let at = *self.index.get(topic)?;
-        self.topics[at]
-            .partitions
-            .get_mut(usize::try_from(partition).ok()?)
-    }
-
-    fn or_default(&mut self, topic: &Topic, partition: i32) -> &mut Queue {
-        let at = match &self.last {
-            Some((t, at)) if Topic::ptr_eq(t, topic) => *at,
-            _ => {
-                let at = match self.index.get(topic) {
-                    Some(at) => *at,
-                    None => {
-                        self.topics.push(TopicQueues::default());
-                        self.index.insert(topic.clone(), self.topics.len() - 1);
-                        self.topics.len() - 1
-                    }
-                };
-                self.last = Some((topic.clone(), at));
-                at
-            }
-        };
-        // Partitions are numbered from 0 and checked against the topic's count before a
-        // record is appended (a negative one is refused at `send`).
-        let p = usize::try_from(partition).expect("a partition number is not negative");
-        if p >= self.topics[at].partitions.len() {
-            self.open(topic, at, p);
-        }
-        &mut self.topics[at].partitions[p]
-    }
-
-    /// Makes the queues of the topic at `at` up to partition `p`, each with its id.
-    #[cold]
-    fn open(&mut self, topic: &Topic, at: usize, p: usize) {
-        while self.topics[at].partitions.len() <= p {
-            let place = Place {
-                topic: topic.clone(),
-                at,
-                partition: self.topics[at].partitions.len() as i32,
-            };
-            let id = match self.free.pop() {
-                Some(id) => {
-                    self.places[id as usize] = place;
-                    id
-                }
-                None => {
-                    self.places.push(place);
-                    u32::try_from(self.places.len() - 1).expect("fewer than 2^32 queues")
-                }
-            };
-            self.topics[at].partitions.push(Queue {
-                batches: VecDeque::new(),
-                keys: None,
-                id,
-            });
-        }
-    }
-
-    fn by_id_mut(&mut self, id: u32) -> &mut Queue {
-        let place = &self.places[id as usize];
-        &mut self.topics[place.at].partitions[place.partition as usize]
-    }
-
-    /// The queue named `id`, with its topic and partition.
-    fn by_id(&self, id: u32) -> (&Topic, i32, &Queue) {
-        let place = &self.places[id as usize];
-        let q = &self.topics[place.at].partitions[place.partition as usize];
-        (&place.topic, place.partition, q)
-    }
-
-    /// Every queue, empty ones too, in (topic, partition) order.
-    fn iter(&self) -> impl Iterator<Item = (&Topic, i32, &Queue)> + '_ {
-        self.index.iter().flat_map(|(t, at)| {
-            (self.topics[*at].partitions.iter())
-                .enumerate()
-                .map(move |(p, q)| (t, p as i32, q))
-        })
-    }
-
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut Queue> + '_ {
-        self.topics.iter_mut().flat_map(|t| t.partitions.iter_mut())
-    }
-
-    fn take_all(&mut self) -> Vec<Batch> {
-        self.nonempty = 0;
-        self.index.clear();
-        self.last = None;
-        self.places.clear();
-        self.free.clear();
-        std::mem::take(&mut self.topics)
-            .into_iter()
-            .flat_map(|t| t.partitions)
-            .flat_map(|q| q.batches)
-            .collect()
-    }
-
-    /// Keeps the topics that hold a batch or that `wanted` names.
-    fn retain(&mut self, wanted: impl Fn(&str) -> bool) {
-        let old = std::mem::take(&mut self.topics);
-        let mut old: Vec<Option<TopicQueues>> = old.into_iter().map(Some).collect();
-        self.last = None;
-        let index = std::mem::take(&mut self.index);
-        for (t, at) in index {
-            let queues = old[at].take().expect("each topic has one place");
-            if queues.nonempty > 0 || wanted(&t) {
-                let at = self.topics.len();
-                for q in &queues.partitions {
-                    self.places[q.id as usize].at = at;
-                }
-                self.topics.push(queues);
-                self.index.insert(t, at);
-            } else {
-                // No batch queued: no key in `Fronts` names these ids.
-                self.free.extend(queues.partitions.iter().map(|q| q.id));
-            }
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.nonempty == 0
-    }
 }
 
 #[derive(Debug)]

@@ -1,6 +1,7 @@
 //! The accumulator's unit tests: memory, readiness and draining.
 
 use super::*;
+use kafka_proto::record::BatchMeta;
 
 /// How many blocks wait for reuse.
 fn recycled(acc: &Accumulator) -> usize {
