@@ -1,0 +1,417 @@
+//! The sender: each step handles what the network reported, expires what is overdue, refreshes
+//! metadata, gets a producer id, and writes the ready batches into Produce requests, one
+//! request per leader connection at a time up to its in-flight limit.
+
+use super::*;
+
+impl Producer {
+    /// The main step: handle what the network reported, then expire, refresh and send.
+    pub(super) fn drive(&mut self, now: Instant) {
+        self.attention = true;
+        self.now = self.now.max(now);
+        let now = self.now;
+        while let Some(e) = self.net.poll_event() {
+            self.on_net_event(e, now);
+        }
+        if self.net.take_node_failure() {
+            // A leader's connection failed: it may lead no more (found on Apache Kafka, where
+            // a killed leader stays in metadata until the controller fences it, and the
+            // producer kept retrying it until the next periodic refresh).
+            self.metadata.request_update();
+        }
+        if let Some(e) = self.net.take_auth_failure() {
+            self.fail_unsent(DeliveryError::Authentication(e));
+        }
+        if self.metadata.removals() != self.queues_pruned {
+            self.queues_pruned = self.metadata.removals();
+            let metadata = &self.metadata;
+            (self.acc).forget_idle_topics(|t| metadata.topic(t).is_some());
+        }
+        self.expire(now);
+        self.place_pending(now);
+        self.refresh_metadata(now);
+        self.init_producer_id(now);
+        self.apply_epoch_bumps();
+        self.drive_transaction(now);
+        self.send_ready(now);
+        // Sending may have asked for metadata (a leader it cannot reach), due already since
+        // the last refresh was longer ago than the backoff: poll_timeout passes over a refresh
+        // already due, so it goes now or waits for its connection (found by the simulation:
+        // a partition whose leader had been killed waited 15 s for its delivery timeout,
+        // seed 4380).
+        self.refresh_metadata(now);
+        self.finish_flushes_and_close(now);
+    }
+
+    pub(super) fn refresh_metadata(&mut self, now: Instant) {
+        if self.metadata.next_refresh().is_none_or(|t| t > now) {
+            return;
+        }
+        let Some(conn) = self.net.least_loaded(now) else {
+            // No broker to ask. After metadata.recovery.rebootstrap.trigger.ms of that, go back
+            // to bootstrap.servers (KIP-899), if the strategy allows.
+            let since = *self.no_broker_since.get_or_insert(now);
+            let rebootstrap =
+                self.cfg.metadata_recovery_strategy == MetadataRecoveryStrategy::Rebootstrap;
+            if rebootstrap && now >= since + self.cfg.metadata_recovery_rebootstrap_trigger {
+                self.net.rebootstrap();
+                self.no_broker_since = None;
+                self.net.least_loaded(now);
+            }
+            return;
+        };
+        self.no_broker_since = None;
+        if let Some(req) = self.metadata.poll_request(now) {
+            if self.net.send(conn, &req, Tag::Metadata, now).is_err() {
+                self.metadata.handle_failure(now);
+            }
+        }
+    }
+
+    pub(super) fn init_producer_id(&mut self, now: Instant) {
+        // A transactional producer's id comes from its transaction coordinator.
+        if self.cfg.enable_idempotence && self.txn.is_none() && !self.acc.is_empty() {
+            self.idem.request_id(&mut self.net, now);
+        }
+    }
+
+    /// Sends what is ready, round after round: a round takes one batch per partition, and
+    /// more may be ready behind it (a burst placed at once when metadata came) with nothing
+    /// else to wake the producer (acks=0 has no response; their linger passed already). It
+    /// stops when a round sends nothing (connections at their in-flight limit, or nothing
+    /// ready).
+    pub(super) fn send_ready(&mut self, now: Instant) {
+        while self.send_round(now) {}
+    }
+
+    /// One round of [`Producer::send_ready`]; whether another may send more.
+    pub(super) fn send_round(&mut self, now: Instant) -> bool {
+        if self.cfg.enable_idempotence && self.idem.id.is_none() {
+            return false;
+        }
+        let force = self.forced();
+        let metadata = &self.metadata;
+        let txn = &self.txn;
+        let in_flight = &self.in_flight;
+        let sequences = &self.idem.sequences;
+        let idempotent = self.cfg.enable_idempotence;
+        let acc = &self.acc;
+        let (ready, linger) = acc.ready(now, force, |tp| {
+            // With idempotence, a retry waits until the partition has nothing else in flight,
+            // so its sequences reach the broker in order.
+            let busy = in_flight.is_busy(&tp.0, tp.1);
+            let retry_behind_in_flight = idempotent && acc.front_is_retry(tp) && busy;
+            // Until the broker has taken one batch under this epoch, one at a time (see
+            // `PartitionSequence::confirmed`).
+            let unconfirmed = idempotent && busy && sequences.get(tp).is_some_and(|p| !p.confirmed);
+            let bump_pending = sequences.get(tp).is_some_and(|p| p.bump);
+            // A partition's batches wait until it is in the transaction.
+            let not_added = txn.as_ref().is_some_and(|t| !t.is_added(tp));
+            metadata.leader(&tp.0, tp.1).is_none()
+                || retry_behind_in_flight
+                || unconfirmed
+                || bump_pending
+                || not_added
+        });
+        self.linger_at = linger;
+        // By leader, and by connection to it when there are several.
+        let mut by_conn: BTreeMap<(NodeId, usize), Vec<(Topic, i32)>> = BTreeMap::new();
+        let lanes = self.cfg.connections_per_broker;
+        // A partition without a leader (not elected yet, or it moved) waits for metadata,
+        // which must then be asked for: nothing else would wake its batches.
+        let mut unknown_leader = self.any_leaderless();
+        for tp in ready {
+            match self.metadata.leader(&tp.0, tp.1) {
+                Some(node) => by_conn
+                    .entry((node, lane(tp.1, lanes)))
+                    .or_default()
+                    .push(tp),
+                None => unknown_leader = true,
+            }
+        }
+        if unknown_leader {
+            self.metadata.request_update();
+        }
+        // Whether a partition sent from this round has more queued behind (only then may
+        // another round send anything).
+        let mut more = false;
+        // Batches that are ready only because their linger.ms passed wait, up to a second
+        // linger.ms, while their connection has a request in flight: a broker serves one
+        // request per connection at a time, so a Produce sent now would wait behind it there
+        // anyway, and the batches that become ready meanwhile go with it in one request. With
+        // keys spread over 1,000 partitions nearly every batch lingers alone, and sending each
+        // as its linger ends made a request per few records, costing both sides CPU.
+        let may_hold = !force && !self.cfg.linger.is_zero();
+        self.holding = None;
+        for ((node, lane), partitions) in by_conn {
+            let purpose = Purpose::lane(lane);
+            let Some(conn) = self.net.ready(node, purpose, now) else {
+                if !self.net.knows(node) {
+                    // The leader is a broker the last metadata did not list (it was down when
+                    // asked): only another refresh can name one to connect to (found on
+                    // librdkafka's mock cluster, where such a partition waited until its
+                    // records' delivery timeout).
+                    self.metadata.request_update();
+                }
+                self.stalled_since.entry((node, lane)).or_insert(now);
+                // Their batches wait: once full, they may grow rather than queue more.
+                self.acc.waiting(&partitions);
+                continue;
+            };
+            self.stalled_since.remove(&(node, lane));
+            if may_hold && self.net.in_flight(conn) > 0 {
+                // None (the least) if any of them may not wait.
+                let until = (partitions.iter())
+                    .map(|(t, p)| self.acc.hold_until(t, *p))
+                    .min()
+                    .flatten();
+                if let Some(until) = until.filter(|t| *t > now) {
+                    self.holding = Some(self.holding.map_or(until, |h| h.min(until)));
+                    continue;
+                }
+            }
+            let batches = self.acc.drain(&partitions, self.cfg.max_request_size);
+            // A request that could not be written (its batches went back) is no progress.
+            if !batches.is_empty() && self.send_batches(conn, batches, now) {
+                more |= partitions
+                    .iter()
+                    .any(|tp| self.acc.queue_len(&tp.0, tp.1) > 0);
+            }
+        }
+        more
+    }
+
+    /// Whether a queued partition has no known leader. The list is rebuilt from every queue
+    /// only when metadata may have taken a leader away; partitions queued since are added as
+    /// their queues open.
+    pub(super) fn any_leaderless(&mut self) -> bool {
+        let (set, generation) = &mut self.leaderless;
+        let metadata = &self.metadata;
+        if *generation != Some(metadata.generation()) {
+            *generation = Some(metadata.generation());
+            self.acc.drain_opened();
+            set.clear();
+            set.extend(
+                self.acc
+                    .partitions()
+                    .filter(|(t, p)| metadata.leader(t, *p).is_none())
+                    .map(|(t, p)| (t.to_owned(), p)),
+            );
+        } else {
+            for (t, p) in self.acc.drain_opened() {
+                if metadata.leader(&t, p).is_none() {
+                    set.insert((t.to_string(), p));
+                }
+            }
+        }
+        let acc = &self.acc;
+        set.retain(|(t, p)| acc.queue_len(t, *p) > 0 && metadata.leader(t, *p).is_none());
+        !set.is_empty()
+    }
+
+    /// Writes one Produce request; whether it was written (else its batches went back).
+    pub(super) fn send_batches(
+        &mut self,
+        conn: ConnId,
+        mut batches: Vec<Batch>,
+        now: Instant,
+    ) -> bool {
+        let (pid, epoch) = self.idem.id.unwrap_or((-1, -1));
+        // By topic, in name order as a map would give them; found from the back, where the
+        // batch before (drained in topic order) left its topic, rather than by cloning each
+        // batch's topic name into a map key.
+        let mut topics: Vec<TopicProduceData> = Vec::new();
+        for b in &mut batches {
+            let (mut base_sequence, mut batch_epoch) = (-1, epoch);
+            if self.cfg.enable_idempotence {
+                (batch_epoch, base_sequence) =
+                    self.idem.assign(&b.tp, b.base_sequence, b.records.len());
+            }
+            let uncompressed = b.size();
+            let first = b.sealed.is_none();
+            let bytes = b.seal(&BatchMeta {
+                producer_id: pid,
+                producer_epoch: batch_epoch,
+                base_sequence,
+                transactional: self.txn.is_some(),
+                ..BatchMeta::default()
+            });
+            if first {
+                self.acc.observe_ratio(uncompressed, bytes.len());
+            }
+            let first = first.then(|| FirstSend {
+                uncompressed,
+                queue_ms: now.saturating_duration_since(b.created).as_secs_f64() * 1e3,
+            });
+            let sent = BatchSent {
+                topic: &b.tp.0,
+                records: b.records.len(),
+                bytes: bytes.len(),
+                first,
+            };
+            self.metrics.batch_sent(sent, now);
+            let topic_id = self
+                .metadata
+                .topic(&b.tp.0)
+                .map(|t| t.id)
+                .unwrap_or_default();
+            let at = match topics.iter().rposition(|t| t.name == b.tp.0) {
+                Some(at) => at,
+                None => {
+                    topics.push(TopicProduceData {
+                        name: b.tp.0.clone(),
+                        topic_id,
+                        ..Default::default()
+                    });
+                    topics.len() - 1
+                }
+            };
+            topics[at].partition_data.push(PartitionProduceData {
+                index: b.tp.1,
+                records: Some(bytes),
+                ..Default::default()
+            });
+        }
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        let req = ProduceRequest {
+            transactional_id: self.cfg.transactional_id.clone(),
+            acks: self.cfg.acks.wire_value(),
+            timeout_ms: self.cfg.request_timeout.as_millis().min(i32::MAX as u128) as i32,
+            topic_data: topics,
+            ..Default::default()
+        };
+        let ids: Vec<u64> = batches.iter().map(|b| b.id).collect();
+        let expect = if self.cfg.acks == Acks::None {
+            Expect::Nothing
+        } else {
+            Expect::Response
+        };
+        // Produce v13 names topics only by id: without every id, stay at v12 (as Java does).
+        // Inside transactions of version 1, v11 at most: v12 is version 2's, whose Produce
+        // adds the partition to the transaction (KIP-890).
+        let all_ids = req.topic_data.iter().all(|t| !t.topic_id.is_nil());
+        let max_version = match &self.txn {
+            Some(t) if !t.tv2() => 11,
+            _ if all_ids => 13,
+            _ => 12,
+        };
+        let sent = self
+            .net
+            .send_at_most(conn, &req, Tag::Produce(ids), expect, max_version, now);
+        if sent.is_ok() {
+            if let Some(t) = &mut self.txn {
+                t.batch_sent();
+            }
+            let records = batches.iter().map(|b| b.records.len()).sum();
+            self.metrics.request_sent(records, now);
+        }
+        match sent {
+            Ok(_) if expect == Expect::Nothing => {
+                // acks=0: complete once written, with no offset.
+                for b in batches {
+                    self.complete(b, None, -1);
+                }
+            }
+            Ok(_) => {
+                for b in batches {
+                    self.in_flight.insert(b);
+                }
+            }
+            Err(_) => {
+                for b in batches {
+                    self.acc.reenqueue(b);
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    pub(super) fn on_net_event(&mut self, e: NetEvent<Tag>, now: Instant) {
+        match e {
+            NetEvent::Response {
+                tag: Tag::Metadata,
+                body: ResponseBody::Metadata(resp),
+                ..
+            } if resp.error_code == ErrorCode::RebootstrapRequired.code() => {
+                self.metadata.handle_failure(now);
+                self.net.rebootstrap();
+            }
+            NetEvent::Response {
+                tag: Tag::Metadata,
+                body: ResponseBody::Metadata(resp),
+                ..
+            } => {
+                let update = self.metadata.handle_response(&resp, now);
+                self.net.update_nodes(self.metadata.nodes(), now);
+                // A recreated topic has no producer state on the broker: its partitions'
+                // sequences start over at 0.
+                for topic in &update.recreated {
+                    for tp in self.idem.topic_recreated(topic) {
+                        self.acc.reset_sequences(&tp);
+                    }
+                }
+                for (topic, error) in update.topic_errors {
+                    self.fail_topic(&topic, DeliveryError::Broker(error));
+                }
+            }
+            NetEvent::Failed {
+                tag: Tag::Metadata, ..
+            } => self.metadata.handle_failure(now),
+            NetEvent::Response {
+                tag: Tag::InitProducerId,
+                body: ResponseBody::InitProducerId(resp),
+                ..
+            } => {
+                let fatal = self
+                    .idem
+                    .handle_id(&resp, &self.retry_backoff, &mut self.rng, now);
+                if let Some(e) = fatal {
+                    self.fail_everything_with(DeliveryError::Broker(e), Certainty::NotSent);
+                }
+            }
+            NetEvent::Failed {
+                tag: Tag::InitProducerId,
+                ..
+            } => self
+                .idem
+                .handle_id_failure(&self.retry_backoff, &mut self.rng, now),
+            NetEvent::Response {
+                tag: Tag::Produce(ids),
+                body: ResponseBody::Produce(resp),
+                version,
+                ..
+            } => {
+                self.on_produce_response(ids, resp, version, now);
+            }
+            NetEvent::Failed {
+                tag: Tag::Produce(ids),
+                error,
+                ..
+            } => {
+                for id in ids {
+                    if let Some(b) = self.in_flight.take(id) {
+                        self.retry_or_fail(b, DeliveryError::Request(error.clone()), now, true);
+                    }
+                }
+            }
+            NetEvent::Response {
+                tag: Tag::Txn,
+                body,
+                ..
+            } => {
+                if let Some(txn) = &mut self.txn {
+                    txn.handle_response(&body, now);
+                }
+            }
+            NetEvent::Failed { tag: Tag::Txn, .. } => {
+                if let Some(txn) = &mut self.txn {
+                    txn.handle_failure(now);
+                }
+            }
+            NetEvent::Response { tag, .. } => {
+                debug_assert!(false, "response type does not match its request: {tag:?}");
+            }
+        }
+    }
+}
