@@ -261,7 +261,7 @@ impl Producer {
         let mut records = std::mem::take(&mut b.records);
         self.acc.recycle(b);
         // Each token resolves once: one already resolved (none should be) is left out.
-        records.retain(|r| self.outstanding.remove(r.token.0));
+        self.outstanding.remove_each(&mut records, |r| r.token.0);
         if !records.is_empty() {
             self.events.push_back(ProducerEvent::Delivered(Delivered {
                 partition,

@@ -48,6 +48,27 @@ impl Outstanding {
         true
     }
 
+    /// Removes the token of each of `items`, keeping only the items whose token was
+    /// outstanding, in order. For a batch's records: the resolved front of the ring is popped
+    /// once for the batch rather than checked after each token.
+    pub fn remove_each<T>(&mut self, items: &mut Vec<T>, token: impl Fn(&T) -> u64) {
+        items.retain(|item| {
+            let Some(i) = token(item).checked_sub(self.base) else {
+                return false;
+            };
+            match self.flags.get_mut(i as usize) {
+                Some(f) if *f => *f = false,
+                _ => return false,
+            }
+            self.count -= 1;
+            true
+        });
+        while self.flags.front() == Some(&false) {
+            self.flags.pop_front();
+            self.base += 1;
+        }
+    }
+
     /// The lowest unresolved token.
     pub fn first(&self) -> Option<u64> {
         (self.count > 0).then_some(self.base)
@@ -80,5 +101,26 @@ mod tests {
         assert!(o.is_empty() && o.first().is_none());
         o.insert(25);
         assert_eq!(o.first(), Some(25));
+    }
+
+    #[test]
+    fn a_batch_of_tokens_is_removed_at_once_keeping_only_the_outstanding() {
+        let mut o = Outstanding::default();
+        for t in 10..20 {
+            o.insert(t);
+        }
+        assert!(o.remove(12));
+        let mut batch = vec![10, 11, 12, 13, 99, 3];
+        o.remove_each(&mut batch, |t| *t);
+        assert_eq!(
+            batch,
+            [10, 11, 13],
+            "12 was already gone; 99 and 3 never were"
+        );
+        assert_eq!(o.first(), Some(14));
+        let mut rest: Vec<u64> = (14..20).collect();
+        o.remove_each(&mut rest, |t| *t);
+        assert_eq!(rest.len(), 6);
+        assert!(o.is_empty() && o.first().is_none());
     }
 }
