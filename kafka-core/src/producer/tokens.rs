@@ -33,6 +33,23 @@ impl Outstanding {
 
     /// Removes a token; false if it was not outstanding.
     pub fn remove(&mut self, token: u64) -> bool {
+        let removed = self.clear(token);
+        self.pop_resolved();
+        removed
+    }
+
+    /// Removes the token of each of `items`, keeping only the items whose token was
+    /// outstanding, in order. For a batch's records: the resolved front of the ring is popped
+    /// once for the batch rather than checked after each token.
+    pub fn remove_each<T>(&mut self, items: &mut Vec<T>, token: impl Fn(&T) -> u64) {
+        items.retain(|item| self.clear(token(item)));
+        self.pop_resolved();
+    }
+
+    /// Marks a token resolved, leaving the ring's front as it is; false if it was not
+    /// outstanding.
+    #[inline]
+    fn clear(&mut self, token: u64) -> bool {
         let Some(i) = token.checked_sub(self.base) else {
             return false;
         };
@@ -41,28 +58,13 @@ impl Outstanding {
             _ => return false,
         }
         self.count -= 1;
-        while self.flags.front() == Some(&false) {
-            self.flags.pop_front();
-            self.base += 1;
-        }
         true
     }
 
-    /// Removes the token of each of `items`, keeping only the items whose token was
-    /// outstanding, in order. For a batch's records: the resolved front of the ring is popped
-    /// once for the batch rather than checked after each token.
-    pub fn remove_each<T>(&mut self, items: &mut Vec<T>, token: impl Fn(&T) -> u64) {
-        items.retain(|item| {
-            let Some(i) = token(item).checked_sub(self.base) else {
-                return false;
-            };
-            match self.flags.get_mut(i as usize) {
-                Some(f) if *f => *f = false,
-                _ => return false,
-            }
-            self.count -= 1;
-            true
-        });
+    /// Drops the resolved tokens from the ring's front, so that `base` is the lowest
+    /// unresolved one.
+    #[inline]
+    fn pop_resolved(&mut self) {
         while self.flags.front() == Some(&false) {
             self.flags.pop_front();
             self.base += 1;

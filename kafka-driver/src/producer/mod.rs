@@ -289,6 +289,25 @@ impl Shared {
     }
 }
 
+/// Whether an event carries record outcomes (one record's, or a delivered batch's).
+fn carries_outcomes(ev: &ProducerEvent) -> bool {
+    matches!(ev, ProducerEvent::Outcome(..) | ProducerEvent::Delivered(_))
+}
+
+/// Resolves the outcomes an event carries into their pending sends, collecting the wakers to
+/// wake once the lock is let go; any other event is ignored.
+fn resolve_outcomes(pending: &mut Pending, ev: ProducerEvent, wakers: &mut Vec<Waker>) {
+    match ev {
+        ProducerEvent::Outcome(token, outcome) => wakers.extend(pending.resolve(token, outcome)),
+        ProducerEvent::Delivered(batch) => {
+            for (token, outcome) in batch.outcomes() {
+                wakers.extend(pending.resolve(token, outcome));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A Kafka producer. Share it behind an `Arc`; dropping it never blocks and fails the records
 /// still pending.
 pub struct Producer<R> {
@@ -596,20 +615,10 @@ impl Session for ProducerSession {
 
     fn event(&mut self, ev: ProducerEvent, _now: Instant) {
         match ev {
-            ProducerEvent::Outcome(token, outcome) => {
-                let waker = self.shared.pending().resolve(token, outcome);
-                if let Some(w) = waker {
-                    w.wake();
-                }
-            }
-            ProducerEvent::Delivered(batch) => {
-                let wakers: Vec<_> = {
-                    let mut pending = self.shared.pending();
-                    batch
-                        .outcomes()
-                        .filter_map(|(token, outcome)| pending.resolve(token, outcome))
-                        .collect()
-                };
+            // `drain_into` resolves these; this serves any that come another way.
+            ev if carries_outcomes(&ev) => {
+                let mut wakers = Vec::new();
+                resolve_outcomes(&mut self.shared.pending(), ev, &mut wakers);
                 wakers.into_iter().for_each(Waker::wake);
             }
             ProducerEvent::MemoryAvailable => {
@@ -645,15 +654,9 @@ impl Session for ProducerSession {
             while let Some(out) = locked.producer.poll_output() {
                 match out {
                     // Resolved here, a whole response's records under one lock.
-                    Output::Event(ProducerEvent::Outcome(token, outcome)) => {
+                    Output::Event(ev) if carries_outcomes(&ev) => {
                         let pending = pending.get_or_insert_with(|| self.shared.pending());
-                        wakers.extend(pending.resolve(token, outcome));
-                    }
-                    Output::Event(ProducerEvent::Delivered(batch)) => {
-                        let pending = pending.get_or_insert_with(|| self.shared.pending());
-                        for (token, outcome) in batch.outcomes() {
-                            wakers.extend(pending.resolve(token, outcome));
-                        }
+                        resolve_outcomes(pending, ev, &mut wakers);
                     }
                     other => outputs.push_back(other),
                 }
