@@ -101,7 +101,7 @@ impl Admin {
         }
     }
 
-    pub(super) fn topic_results(
+    fn topic_results(
         &mut self,
         id: OpId,
         results: Vec<(String, i16, Option<String>)>,

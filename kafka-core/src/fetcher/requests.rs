@@ -42,7 +42,7 @@ impl Fetcher {
     }
 
     /// Sends the metadata request if one is due and a connection is ready.
-    pub(super) fn refresh_metadata(&mut self, now: Instant) {
+    fn refresh_metadata(&mut self, now: Instant) {
         if self.metadata.next_refresh().is_some_and(|t| t <= now) {
             if let Some(conn) = self.net.least_loaded(now) {
                 if let Some(req) = self.metadata.poll_request(now) {
@@ -81,7 +81,7 @@ impl Fetcher {
         out
     }
 
-    pub(super) fn list_offsets(&mut self, now: Instant) {
+    fn list_offsets(&mut self, now: Instant) {
         for (node, tps) in self.by_leader(|p| p.position.is_none() && !p.awaiting_committed) {
             let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
                 continue;
@@ -107,7 +107,7 @@ impl Fetcher {
         }
     }
 
-    pub(super) fn fetch(&mut self, now: Instant) {
+    fn fetch(&mut self, now: Instant) {
         let lanes = self.cfg.connections_per_broker;
         let mut wanted: BTreeMap<Lane, Vec<TopicPartition>> = BTreeMap::new();
         for (node, tps) in self.by_leader(|p| p.position.is_some() && !p.validate) {

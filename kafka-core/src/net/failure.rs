@@ -51,7 +51,7 @@ impl<T> Network<T> {
     }
 
     /// Fails every request in flight on a connection already removed.
-    pub(super) fn fail_in_flight(
+    fn fail_in_flight(
         &mut self,
         c: Connection<T>,
         now: Instant,

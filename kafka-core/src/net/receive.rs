@@ -125,13 +125,7 @@ impl<T> Network<T> {
         self.telemetry_step(now);
     }
 
-    pub(super) fn on_api_versions(
-        &mut self,
-        conn: ConnId,
-        body: ResponseBody,
-        sent: i16,
-        now: Instant,
-    ) {
+    fn on_api_versions(&mut self, conn: ConnId, body: ResponseBody, sent: i16, now: Instant) {
         let ResponseBody::ApiVersions(resp) = body else {
             unreachable!("tagged as handshake")
         };
@@ -190,7 +184,7 @@ impl<T> Network<T> {
         }
     }
 
-    pub(super) fn malformed(&mut self, conn: ConnId, error: DecodeError, now: Instant) {
+    fn malformed(&mut self, conn: ConnId, error: DecodeError, now: Instant) {
         if let Some(c) = self.conns.get(&conn) {
             self.last_problem = stamp(
                 now,

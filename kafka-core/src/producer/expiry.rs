@@ -6,7 +6,7 @@ use super::*;
 impl Producer {
     /// A delivery timeout naming the later of the batch's last error and the last connection
     /// problem.
-    pub(super) fn timeout_error(&self, b: &Batch) -> DeliveryError {
+    fn timeout_error(&self, b: &Batch) -> DeliveryError {
         let batch = b.last_error.as_deref().map(|(e, at)| (e.as_str(), *at));
         let net = self.net.last_problem_seen();
         let last = match (batch, net) {
@@ -51,7 +51,7 @@ impl Producer {
     }
 
     /// Fails a record that never left the pending queue: it was never sent.
-    pub(super) fn fail_pending(&mut self, p: Pending, error: DeliveryError) {
+    fn fail_pending(&mut self, p: Pending, error: DeliveryError) {
         self.free_pending(p.size);
         self.metrics.failed(&p.record.topic, 1, self.now);
         self.fail_transaction(&error, None, false);
@@ -62,7 +62,7 @@ impl Producer {
         self.resolve(p.token, outcome);
     }
 
-    pub(super) fn free_pending(&mut self, size: usize) {
+    fn free_pending(&mut self, size: usize) {
         if self.acc.pool.release(size) {
             self.events.push_back(ProducerEvent::MemoryAvailable);
         }

@@ -43,7 +43,7 @@ impl Producer {
         self.finish_flushes_and_close(now);
     }
 
-    pub(super) fn refresh_metadata(&mut self, now: Instant) {
+    fn refresh_metadata(&mut self, now: Instant) {
         if self.metadata.next_refresh().is_none_or(|t| t > now) {
             return;
         }
@@ -68,7 +68,7 @@ impl Producer {
         }
     }
 
-    pub(super) fn init_producer_id(&mut self, now: Instant) {
+    fn init_producer_id(&mut self, now: Instant) {
         // A transactional producer's id comes from its transaction coordinator.
         if self.cfg.enable_idempotence && self.txn.is_none() && !self.acc.is_empty() {
             self.idem.request_id(&mut self.net, now);
@@ -80,12 +80,12 @@ impl Producer {
     /// else to wake the producer (acks=0 has no response; their linger passed already). It
     /// stops when a round sends nothing (connections at their in-flight limit, or nothing
     /// ready).
-    pub(super) fn send_ready(&mut self, now: Instant) {
+    fn send_ready(&mut self, now: Instant) {
         while self.send_round(now) {}
     }
 
     /// One round of [`Producer::send_ready`]; whether another may send more.
-    pub(super) fn send_round(&mut self, now: Instant) -> bool {
+    fn send_round(&mut self, now: Instant) -> bool {
         if self.cfg.enable_idempotence && self.idem.id.is_none() {
             return false;
         }
@@ -184,7 +184,7 @@ impl Producer {
     /// Whether a queued partition has no known leader. The list is rebuilt from every queue
     /// only when metadata may have taken a leader away; partitions queued since are added as
     /// their queues open.
-    pub(super) fn any_leaderless(&mut self) -> bool {
+    fn any_leaderless(&mut self) -> bool {
         let (set, generation) = &mut self.leaderless;
         let metadata = &self.metadata;
         if *generation != Some(metadata.generation()) {
@@ -210,12 +210,7 @@ impl Producer {
     }
 
     /// Writes one Produce request; whether it was written (else its batches went back).
-    pub(super) fn send_batches(
-        &mut self,
-        conn: ConnId,
-        mut batches: Vec<Batch>,
-        now: Instant,
-    ) -> bool {
+    fn send_batches(&mut self, conn: ConnId, mut batches: Vec<Batch>, now: Instant) -> bool {
         let (pid, epoch) = self.idem.id.unwrap_or((-1, -1));
         // By topic, in name order as a map would give them; found from the back, where the
         // batch before (drained in topic order) left its topic, rather than by cloning each
@@ -327,7 +322,7 @@ impl Producer {
         true
     }
 
-    pub(super) fn on_net_event(&mut self, e: NetEvent<Tag>, now: Instant) {
+    fn on_net_event(&mut self, e: NetEvent<Tag>, now: Instant) {
         match e {
             NetEvent::Response {
                 tag: Tag::Metadata,

@@ -65,7 +65,7 @@ impl<R: Runtime> Consumer<R> {
         self.edge_offsets(partitions, OffsetSpec::Latest).await
     }
 
-    pub(super) async fn edge_offsets(
+    async fn edge_offsets(
         &self,
         partitions: impl IntoIterator<Item = (String, i32)>,
         spec: OffsetSpec,

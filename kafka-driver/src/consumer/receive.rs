@@ -36,7 +36,7 @@ impl<R: Runtime> Consumer<R> {
 
     /// The next record of the fetched batches being read, decoding as it goes. A corrupt record
     /// stops its partition, in the driver too.
-    pub(super) fn next_read(&mut self) -> Option<Result<ConsumerRecord, ConsumeError>> {
+    fn next_read(&mut self) -> Option<Result<ConsumerRecord, ConsumeError>> {
         let epoch = self.shared.epoch.load(Ordering::Acquire);
         if epoch != self.seen_epoch {
             // A partition was revoked or lost: none of its records go out any more.
@@ -210,7 +210,7 @@ impl<R: Runtime> Consumer<R> {
     }
 
     /// Tells the listener about a rebalance event on its way out.
-    pub(super) fn rebalanced(&mut self, ev: ConsumerEvent) -> ConsumerEvent {
+    fn rebalanced(&mut self, ev: ConsumerEvent) -> ConsumerEvent {
         if let Some(listener) = &mut self.listener {
             let listener = listener.get_mut().unwrap_or_else(|e| e.into_inner());
             listener(&ev);
@@ -226,7 +226,7 @@ impl<R: Runtime> Consumer<R> {
         self.listener = Some(std::sync::Mutex::new(Box::new(listener)));
     }
 
-    pub(super) fn unassign(&mut self, tps: &[(String, i32)]) {
+    fn unassign(&mut self, tps: &[(String, i32)]) {
         for (t, p) in tps {
             self.assignment.remove(&(Arc::from(t.as_str()), *p));
         }

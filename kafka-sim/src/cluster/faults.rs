@@ -40,7 +40,7 @@ impl SimCluster {
 
     /// Takes a broker down: its connections break and what it held in memory is gone. False
     /// if it was down already.
-    pub(super) fn stop(&mut self, node: i32) -> bool {
+    fn stop(&mut self, node: i32) -> bool {
         if !self.up.remove(&node) {
             return false;
         }
@@ -61,7 +61,7 @@ impl SimCluster {
 
     /// What the controller does for a broker that is gone: new leaders for its partitions,
     /// and its coordinators elsewhere.
-    pub(super) fn fail_over(&mut self, node: i32) {
+    fn fail_over(&mut self, node: i32) {
         self.reelect(|p| p.leader == Some(node), None);
         if self.coordinator_node == Some(node) {
             self.move_coordinator();
@@ -106,11 +106,7 @@ impl SimCluster {
         );
     }
 
-    pub(super) fn reelect(
-        &mut self,
-        which: impl Fn(&Partition) -> bool,
-        only: Option<(String, i32)>,
-    ) {
+    fn reelect(&mut self, which: impl Fn(&Partition) -> bool, only: Option<(String, i32)>) {
         let up = self.up.clone();
         let mut picks = Vec::new();
         for _ in 0..64 {

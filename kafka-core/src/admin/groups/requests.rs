@@ -110,12 +110,7 @@ impl crate::admin::Admin {
     }
 
     /// Asks metadata for an operation (the brokers, or `topics`' leaders), once at a time.
-    pub(in crate::admin) fn ask_metadata(
-        &mut self,
-        id: OpId,
-        topics: Option<Vec<String>>,
-        now: crate::time::Instant,
-    ) {
+    fn ask_metadata(&mut self, id: OpId, topics: Option<Vec<String>>, now: crate::time::Instant) {
         if !self.ops[&id].at.is_empty() {
             return;
         }
@@ -129,7 +124,7 @@ impl crate::admin::Admin {
 
     /// Notes a request sent for an operation (`node`: to which broker of several; `None`: its
     /// lookup), or retries after a failed send.
-    pub(in crate::admin) fn sent(
+    fn sent(
         &mut self,
         id: OpId,
         node: Option<NodeId>,
@@ -147,12 +142,7 @@ impl crate::admin::Admin {
         }
     }
 
-    pub(in crate::admin) fn send_failed(
-        &mut self,
-        id: OpId,
-        e: crate::admin::SendError,
-        now: crate::time::Instant,
-    ) {
+    fn send_failed(&mut self, id: OpId, e: crate::admin::SendError, now: crate::time::Instant) {
         match e {
             crate::admin::SendError::Version(v) => {
                 if let Some(o) = self.ops.remove(&id) {
@@ -313,7 +303,7 @@ impl crate::admin::Admin {
     }
 
     /// Ends a ListGroups or ListOffsets whose every part has its answer.
-    pub(in crate::admin) fn complete_more(&mut self, id: OpId) {
+    fn complete_more(&mut self, id: OpId) {
         let Some(o) = self.ops.get(&id) else {
             return;
         };

@@ -74,7 +74,7 @@ pub(super) struct TopicQueues {
 }
 
 impl Queues {
-    pub(super) fn topic(&self, topic: &str) -> Option<&TopicQueues> {
+    fn topic(&self, topic: &str) -> Option<&TopicQueues> {
         self.topics.get(*self.index.get(topic)?)
     }
 
@@ -118,7 +118,7 @@ impl Queues {
 
     /// Makes the queues of the topic at `at` up to partition `p`, each with its id.
     #[cold]
-    pub(super) fn open(&mut self, topic: &Topic, at: usize, p: usize) {
+    fn open(&mut self, topic: &Topic, at: usize, p: usize) {
         while self.topics[at].partitions.len() <= p {
             let place = Place {
                 topic: topic.clone(),
