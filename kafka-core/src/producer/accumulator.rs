@@ -495,25 +495,23 @@ impl Accumulator {
         out
     }
 
-    /// Puts a batch back for a retry, ahead of newer batches: in sequence order with
-    /// idempotence, in deadline (creation) order without. Either way a queue's deadlines
-    /// never decrease, which `expire` relies on.
+    /// Puts a batch back for a retry, ahead of newer batches: in send order, which is the
+    /// order of the records' tokens (a partition's records are queued as they were sent). So a
+    /// queue's deadlines never decrease, which `expire` relies on, and with idempotence its
+    /// sequences rise. Not by sequence: after an epoch bump the queued batches wait to be
+    /// renumbered (-1) while one already renumbered comes back (found by the simulation with
+    /// brokers that forget producer ids: a batch refused at sequence 0 went behind the
+    /// next one, and the log held them out of send order).
     pub fn reenqueue(&mut self, b: Batch) {
         let topic = Topic::from(&b.tp.0);
         let q = self.queues.or_default(&topic, b.tp.1);
         if q.is_empty() {
             self.opened.push((topic, b.tp.1));
         }
+        let first = b.records.first().map(|r| r.token);
         let at = q
             .iter()
-            .position(|o| {
-                o.sealed.is_none()
-                    || if b.base_sequence >= 0 {
-                        o.base_sequence > b.base_sequence
-                    } else {
-                        o.deadline > b.deadline
-                    }
-            })
+            .position(|o| o.sealed.is_none() || o.records.first().map(|r| r.token) > first)
             .unwrap_or(q.len());
         let (topic, partition) = (b.tp.0.clone(), b.tp.1);
         q.insert(at, b);

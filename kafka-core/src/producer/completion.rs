@@ -110,13 +110,13 @@ impl Producer {
                         false,
                     );
                 }
-                // The broker lost this producer's state (retention removed it): start the
-                // partition over under a new epoch (KIP-360) and resend. Nothing recent of
-                // this producer is in the partition's log (a write would have kept the
-                // state), so an attempt whose answer was lost was not written.
+                // The broker lost this producer's state (retention removed it, or a broker
+                // that keeps producer ids in memory restarted): start the partition over
+                // under a new epoch (KIP-360) and resend. An attempt whose answer was lost
+                // stays unresolved: it may have been written before the state went (found by
+                // the simulation with brokers that forget producer ids, seed 304: a record
+                // written twice), so it fails as possibly sent rather than renumbered.
                 Some(ErrorCode::UnknownProducerId) => {
-                    let mut b = b;
-                    b.unresolved = false;
                     self.request_bump(&b.tp);
                     self.retry_or_fail(
                         b,

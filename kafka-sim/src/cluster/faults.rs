@@ -71,12 +71,17 @@ impl SimCluster {
         }
     }
 
-    /// A crashed broker comes back, as a follower that catches up (truncating what diverged).
+    /// A crashed broker comes back, as a follower that catches up (truncating what diverged);
+    /// with [`ClusterConfig::forget_producers`], the idempotent producer ids issued so far are
+    /// unknown from now on.
     pub fn restart(&mut self, node: i32) {
         if node < 1 || node > self.cfg.brokers || !self.up.insert(node) {
             return;
         }
         self.listed_down.remove(&node);
+        // Tansu's producer ids live in memory ([`ClusterConfig::forget_producers`]).
+        let issued = std::mem::take(&mut self.issued_producers);
+        self.forgotten_producers.extend(issued);
         let up = self.up.clone();
         for (_, parts) in self.topics.values_mut() {
             for p in parts.iter_mut() {

@@ -56,6 +56,7 @@ const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const NOT_COORDINATOR: i16 = 16;
 const NOT_ENOUGH_REPLICAS: i16 = 19;
 const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
+const UNKNOWN_PRODUCER_ID: i16 = 59;
 const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
 
@@ -444,6 +445,13 @@ impl SimCluster {
             let Ok(batch) = batch else {
                 return (2, -1, -1); // CORRUPT_MESSAGE
             };
+            if batch.producer_id >= 0
+                && !batch.is_transactional()
+                && self.forgotten_producers.contains(&batch.producer_id)
+            {
+                self.stats.unknown_producer += 1;
+                return (UNKNOWN_PRODUCER_ID, -1, -1);
+            }
             if batch.is_transactional() {
                 let tp = (topic.to_owned(), partition);
                 if let Err(code) =
@@ -708,6 +716,9 @@ fn produce_response(p: &PendingProduce) -> ResponseBody {
                 index: part.partition,
                 error_code: code,
                 base_offset: if code == 0 { part.base } else { -1 },
+                // The simulated logs are never truncated from the start (the client reads it
+                // with UNKNOWN_PRODUCER_ID: -1 would say the broker is catching up).
+                log_start_offset: 0,
                 ..Default::default()
             });
     }

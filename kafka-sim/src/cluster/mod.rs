@@ -72,6 +72,11 @@ pub struct ClusterConfig {
     /// (partitions added by Produce v12+, groups by TxnOffsetCommit v5, an epoch bump at each
     /// EndTxn v5) beside version 1; 1 (or 0) advertises version 1 only.
     pub transaction_version: i16,
+    /// Brokers keep the idempotent producer ids they issued in memory only, as Tansu does: once
+    /// a broker restarts, a Produce under an id issued before answers UNKNOWN_PRODUCER_ID
+    /// whatever its sequence, until the producer asks for a new id (a fault, off by default:
+    /// Kafka keeps producer state in its log's snapshots).
+    pub forget_producers: bool,
 }
 
 impl Default for ClusterConfig {
@@ -89,6 +94,7 @@ impl Default for ClusterConfig {
             markers: true,
             aborted_list: true,
             transaction_version: 2,
+            forget_producers: false,
         }
     }
 }
@@ -155,6 +161,8 @@ pub struct ClusterStats {
     pub crashes: u64,
     /// Produce requests refused with NOT_ENOUGH_REPLICAS.
     pub not_enough_replicas: u64,
+    /// Produce requests refused with UNKNOWN_PRODUCER_ID (an id a restart forgot).
+    pub unknown_producer: u64,
     /// SASL authentications that succeeded (re-authentications included), and failed.
     pub authentications: (u64, u64),
     /// Connections closed for a request after their SASL session ended (a client that did
@@ -200,6 +208,10 @@ pub struct SimCluster {
     parked: Vec<(SimTime, Slot, i16, i32, RequestBody)>,
     next_tick: SimTime,
     next_producer_id: i64,
+    /// Idempotent producer ids issued since the last restart ([`ClusterConfig::forget_producers`]).
+    issued_producers: Vec<i64>,
+    /// Idempotent producer ids a restart forgot: their Produce requests are refused.
+    forgotten_producers: BTreeSet<i64>,
     picks: u64,
     /// Topics created through CreateTopics (for their ids).
     created_topics: u64,
@@ -260,6 +272,8 @@ impl SimCluster {
             parked: Vec::new(),
             next_tick: SimTime::ZERO,
             next_producer_id: 1000,
+            issued_producers: Vec::new(),
+            forgotten_producers: BTreeSet::new(),
             picks: seed,
             created_topics: 0,
             stats: ClusterStats::default(),
@@ -420,6 +434,9 @@ impl SimCluster {
                 Some(id) if !id.is_empty() => Answer::Now(self.init_txn(id, r)),
                 _ => {
                     self.next_producer_id += 1;
+                    if self.cfg.forget_producers {
+                        self.issued_producers.push(self.next_producer_id);
+                    }
                     Answer::Now(handlers::init_producer_id(self.next_producer_id))
                 }
             },

@@ -431,6 +431,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
     let mut cluster = ClusterConfig {
         dedup: !opts.injected_bug,
         security,
+        forget_producers: crate::sim::check::forgets_producers(seed),
         ..ClusterConfig::default()
     };
     if seed.is_multiple_of(3) {
@@ -640,6 +641,7 @@ fn drive(run: &mut Run, opts: &Options) -> Result<Report, Failure> {
     let net = run.sim.wire().net.stats();
     report.faults.connect_refused = net.refused;
     report.faults.conn_reset_mid_stream = net.resets_mid_stream;
+    report.faults.producer_unknown = run.sim.wire().cluster.stats().unknown_producer;
     report.virtual_time = Duration::from_nanos(run.sim.now().as_nanos());
     report.polls = run.sim.env().exec.polls();
     report.produce_recovery =

@@ -71,6 +71,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
         // answer OffsetForLeaderEpoch for consumers).
         cluster.versions.insert(2, older_versions());
     }
+    cluster.forget_producers = forgets_producers(opts.seed);
     let mut w = World::new(cluster, opts.seed);
     // Leaders not ready for a moment after each election, and at the start (a fault).
     w.cluster.leader_warmups(opts.faults);
@@ -88,6 +89,13 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
             Err(f)
         }
     }
+}
+
+/// Whether the seed's brokers forget the idempotent producer ids they issued when one restarts,
+/// as Tansu does ([`ClusterConfig::forget_producers`]): an eighth of the seeds, drawn apart
+/// from the fault schedule, which stays as it was.
+pub fn forgets_producers(seed: u64) -> bool {
+    (seed.wrapping_mul(0xd1b5_4a32_d192_ed03) >> 61) == 0
 }
 
 /// The API versions of a Kafka 2.x broker, roughly (no KIP-714 telemetry, as every simulated
@@ -252,6 +260,7 @@ fn drive(w: &mut World, opts: &Options) -> Result<Report, Failure> {
     }
     let net = w.net.stats();
     report.faults.connect_refused = net.refused;
+    report.faults.producer_unknown = w.cluster.stats().unknown_producer;
     report.faults.conn_reset_mid_stream = net.resets_mid_stream;
     report.virtual_time = sim_time(w.now);
     report.steps = w.steps();

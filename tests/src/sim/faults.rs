@@ -1,9 +1,9 @@
 //! The fault schedule: from the seed, faults at random intervals during the faulty phase —
 //! broker crashes (some noticed by the controller only later), partitions and black holes
-//! (each recovered after a while), leader and
-//! coordinator moves,
-//! connection resets, slow links, refused connects, group members that crash, join and
-//! leave, and producers that get no CPU for a while (a starved machine). After the phase everything is recovered, so the run can settle.
+//! (each recovered after a while), leader and coordinator moves, connection resets, slow
+//! links, refused connects, group members that crash, join and leave, and producers that get
+//! no CPU for a while (a starved machine); on an eighth of the seeds a broker's restart forgets
+//! the producer ids (as Tansu). After the phase everything is recovered, so the run can settle.
 
 use std::time::Duration;
 
@@ -47,6 +47,9 @@ pub struct FaultCounts {
     pub member_leave: u64,
     /// Producers stalled (no CPU while time moves on).
     pub client_stall: u64,
+    /// Produce requests refused as UNKNOWN_PRODUCER_ID: a broker's restart forgot the
+    /// producer id (the seeds whose brokers keep producer ids in memory, as Tansu).
+    pub producer_unknown: u64,
 }
 
 impl FaultCounts {
@@ -68,6 +71,7 @@ impl FaultCounts {
         self.member_join += o.member_join;
         self.member_leave += o.member_leave;
         self.client_stall += o.client_stall;
+        self.producer_unknown += o.producer_unknown;
     }
 
     /// The kinds that never fired.
@@ -92,6 +96,7 @@ impl FaultCounts {
             ("member join", self.member_join),
             ("member leave", self.member_leave),
             ("client stall", self.client_stall),
+            ("producer id forgotten", self.producer_unknown),
         ]
         .into_iter()
         .filter(|(_, n)| *n == 0)
