@@ -1170,6 +1170,76 @@ fn unknown_producer_id_even_at_sequence_zero_gets_a_new_producer_id() {
     assert_eq!(h.cluster.lock().unwrap().written.last(), Some(&(0, 0)));
 }
 
+/// Found against Tansu killed mid-stream (a restart loses its topics and producer ids; the
+/// test creates the topic again): the batch in flight at the crash went again at sequence 0 of
+/// the new topic, was refused as UNKNOWN_PRODUCER_ID and failed as possibly written, which
+/// dropped the producer id after the step had asked for ids. Nothing woke the producer to ask
+/// again: the batch queued behind waited for its delivery timeout.
+#[test]
+fn a_producer_id_dropped_for_an_unknown_producer_is_asked_for_again_at_once() {
+    let mut h = Harness::new(
+        &[
+            ("linger.ms", "0"),
+            ("request.timeout.ms", "1000"),
+            ("delivery.timeout.ms", "20000"),
+            ("max.in.flight.requests.per.connection", "1"),
+        ],
+        1,
+    );
+    warm(&mut h);
+    h.cluster.lock().unwrap().faults.push_back(Fault::Ignore);
+    let lost = h.send("in-flight-at-the-crash");
+    let behind = h.send("queued-behind");
+    {
+        // The broker restarts without its topic and producer ids; the topic is created again.
+        let mut c = h.cluster.lock().unwrap();
+        c.topic_id = 8;
+        c.log.clear();
+        c.next_seq.clear();
+        c.recent.clear();
+        c.faults.push_back(Fault::UnknownProducer(0));
+    }
+    h.ms(3000);
+    assert!(
+        matches!(
+            h.outcome(lost),
+            Some(Outcome::Failed {
+                error: DeliveryError::SequenceUnresolved { .. },
+                certainty: Certainty::PossiblySent,
+            })
+        ),
+        "{:?}",
+        h.events
+    );
+    assert!(
+        matches!(
+            h.outcome(behind),
+            Some(Outcome::Delivered {
+                offset: Some(0),
+                ..
+            })
+        ),
+        "delivered under a new producer id, long before its delivery timeout: {:?}",
+        h.events
+    );
+    assert_eq!(h.cluster.lock().unwrap().init_producer_ids, 2);
+    assert_eq!(h.log(0), ["queued-behind"]);
+    // The harness steps the producer only when poll_timeout says (and at the end, 3 s on): a
+    // producer that waits for nothing is caught here.
+    let when = |token: RecordToken| {
+        (h.events.iter().zip(&h.event_times))
+            .find(|(e, _)| matches!(e, ProducerEvent::Outcome(t, _) if *t == token))
+            .map(|(_, at)| *at)
+            .expect("resolved")
+    };
+    assert!(
+        when(behind) < when(lost) + Duration::from_millis(500),
+        "the new producer id was asked for at once: failed at {:?}, delivered at {:?}",
+        when(lost),
+        when(behind)
+    );
+}
+
 #[test]
 fn unknown_producer_id_without_a_log_start_offset_is_retried_as_is() {
     let mut h = Harness::new(&[("linger.ms", "0")], 1);

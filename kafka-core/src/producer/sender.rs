@@ -30,8 +30,11 @@ impl Producer {
         self.expire(now);
         self.place_pending(now);
         self.refresh_metadata(now);
-        self.init_producer_id(now);
+        // A bump may drop the producer id (a broker that does not know it): the new id is
+        // asked for in this same step, as nothing may come to wake the producer for it (found
+        // on Tansu: after a restart, every record waited for its delivery timeout).
         self.apply_epoch_bumps();
+        self.init_producer_id(now);
         self.drive_transaction(now);
         self.send_ready(now);
         // Sending may have asked for metadata (a leader it cannot reach), due already since
