@@ -1,9 +1,11 @@
 //! The producer core at scale, for counting instructions per record with callgrind: N keyed
 //! 100-byte records spread by the default partitioner over P partitions of one broker
 //! (`kafka_sim::SingleBroker`), acks=1 and idempotence on (the defaults), `linger.ms` 5, one
-//! record each virtual microsecond. It steps the producer as a driver does: after each `send`
-//! it drains `poll_output` and asks `poll_timeout`; each 100 µs it passes time and carries bytes
-//! to and from the broker. Counting only the producer's own work, every call into it made
+//! record each virtual microsecond. It steps the producer as the driver (`kafka-async-driver`)
+//! does: after a `send` that asks for attention (`take_attention`: it opened a batch, or ran the
+//! sender) it drains `poll_output` and asks `poll_timeout`, while a record appended to an open
+//! batch changes neither; each 100 µs it passes time, carries bytes to and from the broker and
+//! asks `poll_timeout` again. Counting only the producer's own work, every call into it made
 //! through one of the [`counted`] functions:
 //!
 //! ```sh
@@ -62,6 +64,11 @@ mod counted {
     }
 
     #[inline(never)]
+    pub fn take_attention(p: &mut Producer) -> bool {
+        p.take_attention()
+    }
+
+    #[inline(never)]
     #[allow(clippy::result_large_err)] // as Producer::send_or_return
     pub fn send_or_return(
         p: &mut Producer,
@@ -117,6 +124,7 @@ fn main() {
     let mut conns = BTreeMap::new();
     let mut now = Instant::ZERO;
     let mut delivered = 0;
+    let mut wake = None;
     let topic = Topic::from("scale");
     let value = bytes::Bytes::from(vec![b'x'; 100]);
     for i in 0..n {
@@ -137,14 +145,17 @@ fn main() {
             counted::handle_timeout(&mut p, now);
             pump(&mut p, &cluster, &mut conns, &mut delivered, now);
         }
-        pump(&mut p, &cluster, &mut conns, &mut delivered, now);
-        let wake = counted::poll_timeout(&mut p);
+        if counted::take_attention(&mut p) {
+            pump(&mut p, &cluster, &mut conns, &mut delivered, now);
+            wake = counted::poll_timeout(&mut p);
+        }
         if i % 100 == 99 {
             now += Duration::from_micros(100);
             if wake.is_some_and(|t| t <= now) {
                 counted::handle_timeout(&mut p, now);
             }
             pump(&mut p, &cluster, &mut conns, &mut delivered, now);
+            wake = counted::poll_timeout(&mut p);
         }
     }
     let flush = now + Duration::from_secs(10);
