@@ -93,9 +93,6 @@ pub(crate) struct Accumulator {
     /// Compressed / uncompressed size, learned from sealed batches, so compressed batches
     /// fill up to `batch.size` on the wire rather than before compression.
     ratio: f64,
-    /// How many records the last batch that filled up held: a new batch's record list starts
-    /// that large, rather than growing (and copying) by doubling on the hot path.
-    records_hint: usize,
 }
 
 /// How long a batch takes records after it opened, unless linger.ms is longer (see
@@ -130,7 +127,6 @@ impl Accumulator {
             opened: Vec::new(),
             next_id: 0,
             ratio: 1.0,
-            records_hint: 0,
         }
     }
 
@@ -215,13 +211,16 @@ impl Accumulator {
                         }
                         None => {
                             last.closed = true;
-                            self.records_hint = last.records.len();
                             break;
                         }
                     }
                 }
             }
         }
+        // The batch before, just closed, or the last one sent (see `Queue::hint`).
+        let hint = (queue.back().map(|b| b.records.len()))
+            .unwrap_or(0)
+            .max(queue.hint as usize);
         let need = BATCH_HEADER_LEN + record_size(r);
         // `send` refuses records larger than the pool, so `need` always fits in it.
         let mut block = self.batch_size.max(need).min(self.pool.total);
@@ -261,7 +260,7 @@ impl Accumulator {
             builder: Some(b),
             sealed: None,
             records: {
-                let mut v = Vec::with_capacity(self.records_hint.max(1));
+                let mut v = Vec::with_capacity(hint.max(1));
                 v.push(RecordMeta {
                     token,
                     timestamp: r.timestamp,
@@ -487,6 +486,7 @@ impl Accumulator {
                 break;
             }
             let b = q.pop_front().expect("checked");
+            q.hint = u32::try_from(b.records.len()).unwrap_or(u32::MAX);
             let id = q.id;
             size += b.size();
             out.push(b);

@@ -15,6 +15,11 @@ pub(super) struct Queue {
     pub(super) keys: Option<(Instant, Instant)>,
     /// Its name in [`Fronts`] (see [`Queues::places`]).
     pub(super) id: u32,
+    /// How many records the last batch that left it held: a new batch's record list starts
+    /// that large, rather than growing (and copying) by doubling on the record path. Per
+    /// queue, as partitions differ: a dense topic's full batches would oversize the lists of a
+    /// keyed topic's thousands of one-record batches.
+    pub(super) hint: u32,
 }
 
 impl std::ops::Deref for Queue {
@@ -139,6 +144,7 @@ impl Queues {
                 batches: VecDeque::new(),
                 keys: None,
                 id,
+                hint: 0,
             });
         }
     }
