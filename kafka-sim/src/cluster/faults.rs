@@ -79,9 +79,9 @@ impl SimCluster {
             return;
         }
         self.listed_down.remove(&node);
-        // Tansu's producer ids live in memory ([`ClusterConfig::forget_producers`]).
-        let issued = std::mem::take(&mut self.issued_producers);
-        self.forgotten_producers.extend(issued);
+        if self.cfg.forget_producers {
+            self.forgotten_producers = self.next_producer_id;
+        }
         let up = self.up.clone();
         for (_, parts) in self.topics.values_mut() {
             for p in parts.iter_mut() {

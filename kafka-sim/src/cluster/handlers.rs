@@ -447,7 +447,7 @@ impl SimCluster {
             };
             if batch.producer_id >= 0
                 && !batch.is_transactional()
-                && self.forgotten_producers.contains(&batch.producer_id)
+                && batch.producer_id <= self.forgotten_producers
             {
                 self.stats.unknown_producer += 1;
                 return (UNKNOWN_PRODUCER_ID, -1, -1);

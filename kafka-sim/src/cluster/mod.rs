@@ -208,10 +208,10 @@ pub struct SimCluster {
     parked: Vec<(SimTime, Slot, i16, i32, RequestBody)>,
     next_tick: SimTime,
     next_producer_id: i64,
-    /// Idempotent producer ids issued since the last restart ([`ClusterConfig::forget_producers`]).
-    issued_producers: Vec<i64>,
-    /// Idempotent producer ids a restart forgot: their Produce requests are refused.
-    forgotten_producers: BTreeSet<i64>,
+    /// With [`ClusterConfig::forget_producers`], the producer ids up to this one were issued
+    /// before a broker last restarted: Produce requests under them (idempotent, not
+    /// transactional) are refused.
+    forgotten_producers: i64,
     picks: u64,
     /// Topics created through CreateTopics (for their ids).
     created_topics: u64,
@@ -272,8 +272,7 @@ impl SimCluster {
             parked: Vec::new(),
             next_tick: SimTime::ZERO,
             next_producer_id: 1000,
-            issued_producers: Vec::new(),
-            forgotten_producers: BTreeSet::new(),
+            forgotten_producers: -1,
             picks: seed,
             created_topics: 0,
             stats: ClusterStats::default(),
@@ -434,9 +433,6 @@ impl SimCluster {
                 Some(id) if !id.is_empty() => Answer::Now(self.init_txn(id, r)),
                 _ => {
                     self.next_producer_id += 1;
-                    if self.cfg.forget_producers {
-                        self.issued_producers.push(self.next_producer_id);
-                    }
                     Answer::Now(handlers::init_producer_id(self.next_producer_id))
                 }
             },
