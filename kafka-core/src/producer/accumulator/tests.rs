@@ -478,3 +478,75 @@ fn appends_find_their_topic_after_others_were_forgotten() {
         "the record after the forgetting joined b's batch"
     );
 }
+
+/// Keyed over many partitions a batch holds a few records: it reserves a small block that
+/// doubles as records come, up to `batch.size`, rather than a whole `batch.size` block each
+/// (which had let 1,000 partitions' nearly empty batches starve `buffer.memory`).
+#[test]
+fn a_new_batch_reserves_a_small_block_that_doubles_up_to_batch_size() {
+    let (block, pool) = (16384, 128 << 10);
+    let mut acc = Accumulator::new(block, 1 << 20, Duration::ZERO, Compression::None, pool);
+    let deadline = Instant::from_millis(1000);
+    let record = ProducerRecord::new("t", vec![1u8; 100], 1);
+    // Forty one-record batches fit in what less than three batch.size blocks would take.
+    for p in 0..40 {
+        let a = acc.append(
+            p,
+            &record,
+            RecordToken(p as u64),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        );
+        assert!(a.is_ok(), "partition {p}: {a:?}");
+    }
+    assert_eq!(acc.pool.used, 40 * MIN_BLOCK);
+    // Partition 0's batch doubles as it fills, and is full only at batch.size.
+    let mut sizes = vec![];
+    let mut token = 40;
+    loop {
+        let a = acc
+            .append(
+                0,
+                &record,
+                RecordToken(token),
+                Instant::ZERO,
+                deadline,
+                Block::Whole,
+            )
+            .unwrap();
+        token += 1;
+        let q = acc.queues.get_mut("t", 0).unwrap();
+        let first = q.front().unwrap();
+        if sizes.last() != Some(&first.reserved) {
+            sizes.push(first.reserved);
+        }
+        if a.filled {
+            assert!(first.full && first.size() <= block, "{}", first.size());
+            break;
+        }
+        assert!(!first.full, "full at {} of {block}", first.reserved);
+    }
+    assert_eq!(sizes, [1024, 2048, 4096, 8192, 16384]);
+    // The record that did not fit opened the next batch, as large as the one before it.
+    assert_eq!(acc.pool.used, 39 * MIN_BLOCK + 2 * block);
+    let q = acc.queues.get_mut("t", 0).unwrap();
+    assert_eq!(q.back().unwrap().reserved, block);
+    let full = drained(&mut acc, &("t".to_string(), 0));
+    acc.pool.release(full.reserved);
+    acc.append(
+        1,
+        &record,
+        RecordToken(token),
+        Instant::ZERO,
+        deadline,
+        Block::Whole,
+    )
+    .unwrap();
+    let q = acc.queues.get_mut("t", 1).unwrap();
+    assert_eq!(
+        (q.len(), q[0].records.len(), q[0].reserved),
+        (1, 2, MIN_BLOCK),
+        "partition 1's batch took the record"
+    );
+}
