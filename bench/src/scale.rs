@@ -166,8 +166,9 @@ fn report(sections: &[Section], records: u64, rounds: usize, commit: &str) -> St
          {rounds}`) on commit {commit}, in one run on this machine. Each client sends \
          {records} records of 100 B, each with a key taken in turn from {KEYS} distinct keys \
          (murmur2 spreads them over every partition), acks=1, no compression, linger.ms=5, \
-         one connection, each client's own `batch.size` (ours and Java's 16 KiB, reserved \
-         per open batch; librdkafka's 1 MB, not reserved): ours through `kafka-cli perf produce --keys {KEYS}` (the path users \
+         one connection, each client's own `batch.size` (16 KiB for ours, which reserves a \
+         block sized from the partition's last batch and doubles it up to that, and for Java's, \
+         which reserves all of it per open batch; librdkafka's 1 MB, not reserved): ours through `kafka-cli perf produce --keys {KEYS}` (the path users \
          run), librdkafka through the bench's BaseProducer with `partitioner=murmur2_random` \
          (its own `rdkafka_performance` takes one fixed key only). On Apache Kafka (one node) \
          every client writes into one topic per size; on Tansu each run gets a fresh broker. \

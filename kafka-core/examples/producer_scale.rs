@@ -136,8 +136,8 @@ fn main() {
             ..Default::default()
         };
         let mut r = r;
-        // Memory runs short at many partitions (a batch.size block each, as Java's): wait for
-        // batches to go, as a driver does on BufferFull.
+        // Should memory run short (buffer.memory), wait for batches to go, as a driver does on
+        // BufferFull.
         while let Err((e, back)) = counted::send_or_return(&mut p, r, now) {
             assert!(matches!(e, SendError::BufferFull), "{e}");
             r = back;
