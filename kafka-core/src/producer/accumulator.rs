@@ -288,7 +288,7 @@ impl Accumulator {
         self.next_id += 1;
         queue.push_back(Box::new(BatchData {
             id: self.next_id,
-            tp: (r.topic.as_str().to_owned(), partition),
+            tp: (r.topic.clone(), partition),
             builder: Some(b),
             sealed: None,
             records: {
@@ -427,7 +427,7 @@ impl Accumulator {
         &self,
         now: Instant,
         force: bool,
-        blocked: impl Fn(&TopicPartition) -> bool,
+        blocked: impl Fn(&(Topic, i32)) -> bool,
     ) -> (Vec<(Topic, i32)>, Option<Instant>) {
         if force || self.pool.waiters {
             // Every first batch may be ready, whatever its key says.
@@ -484,7 +484,7 @@ impl Accumulator {
         &self,
         now: Instant,
         force: bool,
-        blocked: impl Fn(&TopicPartition) -> bool,
+        blocked: impl Fn(&(Topic, i32)) -> bool,
     ) -> (Vec<(Topic, i32)>, Option<Instant>) {
         let mut ready = Vec::new();
         let mut next: Option<Instant> = None;
@@ -767,8 +767,8 @@ impl Accumulator {
     }
 
     /// Whether a queued batch of the partition holds a sequence of `epoch` before `seq`.
-    pub fn has_earlier(&self, tp: &TopicPartition, epoch: i16, seq: i32) -> bool {
-        self.queues.get(&tp.0, tp.1).is_some_and(|q| {
+    pub fn has_earlier(&self, tp: &(impl AsRef<str>, i32), epoch: i16, seq: i32) -> bool {
+        self.queues.get(tp.0.as_ref(), tp.1).is_some_and(|q| {
             q.iter().any(|b| {
                 b.base_sequence >= 0
                     && b.epoch == epoch
@@ -778,9 +778,9 @@ impl Accumulator {
     }
 
     /// Whether the partition's first batch is a retry.
-    pub fn front_is_retry(&self, tp: &TopicPartition) -> bool {
+    pub fn front_is_retry(&self, tp: &(impl AsRef<str>, i32)) -> bool {
         self.queues
-            .get(&tp.0, tp.1)
+            .get(tp.0.as_ref(), tp.1)
             .and_then(|q| q.front())
             .is_some_and(|b| b.attempts > 0)
     }

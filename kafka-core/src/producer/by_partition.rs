@@ -105,12 +105,12 @@ impl<V> Slots<V> {
 }
 
 impl<V> ByPartition<V> {
-    pub fn get(&self, tp: &TopicPartition) -> Option<&V> {
-        self.get_in(&tp.0, tp.1)
+    pub fn get<T: AsRef<str>>(&self, tp: &(T, i32)) -> Option<&V> {
+        self.get_in(tp.0.as_ref(), tp.1)
     }
 
-    pub fn get_mut(&mut self, tp: &TopicPartition) -> Option<&mut V> {
-        self.topics.get_mut(tp.0.as_str())?.get_mut(tp.1)
+    pub fn get_mut<T: AsRef<str>>(&mut self, tp: &(T, i32)) -> Option<&mut V> {
+        self.topics.get_mut(tp.0.as_ref())?.get_mut(tp.1)
     }
 
     /// [`ByPartition::get`] without a `TopicPartition`.
@@ -120,15 +120,20 @@ impl<V> ByPartition<V> {
 
     /// The entry for `tp`, made with `make` if absent. The topic's name is copied only the
     /// first time the topic is seen.
-    pub fn or_insert_with(&mut self, tp: &TopicPartition, make: impl FnOnce() -> V) -> &mut V {
-        if !self.topics.contains_key(tp.0.as_str()) {
-            self.topics.insert(tp.0.clone(), Slots::default());
+    pub fn or_insert_with<T: AsRef<str>>(
+        &mut self,
+        tp: &(T, i32),
+        make: impl FnOnce() -> V,
+    ) -> &mut V {
+        let topic = tp.0.as_ref();
+        if !self.topics.contains_key(topic) {
+            self.topics.insert(topic.to_owned(), Slots::default());
         }
-        let slots = self.topics.get_mut(tp.0.as_str()).expect("inserted above");
+        let slots = self.topics.get_mut(topic).expect("inserted above");
         slots.or_insert_with(tp.1, make)
     }
 
-    pub fn insert(&mut self, tp: &TopicPartition, v: V) -> Option<V> {
+    pub fn insert<T: AsRef<str>>(&mut self, tp: &(T, i32), v: V) -> Option<V> {
         let old = self.remove(tp);
         self.or_insert_with(tp, || v);
         old
@@ -136,11 +141,11 @@ impl<V> ByPartition<V> {
 
     /// Removes `tp`'s entry. A topic left without entries is forgotten, so that the map's
     /// size follows what is in it.
-    pub fn remove(&mut self, tp: &TopicPartition) -> Option<V> {
-        let slots = self.topics.get_mut(tp.0.as_str())?;
+    pub fn remove<T: AsRef<str>>(&mut self, tp: &(T, i32)) -> Option<V> {
+        let slots = self.topics.get_mut(tp.0.as_ref())?;
         let out = slots.remove(tp.1)?;
         if slots.len == 0 {
-            self.topics.remove(tp.0.as_str());
+            self.topics.remove(tp.0.as_ref());
         }
         Some(out)
     }

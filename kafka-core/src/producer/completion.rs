@@ -48,7 +48,7 @@ impl Producer {
                 if version >= 13 {
                     t.topic_id == topic_id
                 } else {
-                    t.name == b.tp.0
+                    t.name.as_str() == b.tp.0.as_str()
                 }
             };
             let part = answer(&resp, &mut cursor, is_topic, b.tp.1);

@@ -133,7 +133,7 @@ impl IdempotenceState {
     /// The epoch and base sequence a batch of `records` records is sealed with: the sequence
     /// it kept from an earlier attempt (`kept` ≥ 0), else the partition's next.
     #[inline]
-    pub(super) fn assign(&mut self, tp: &TopicPartition, kept: i32, records: usize) -> (i16, i32) {
+    pub(super) fn assign(&mut self, tp: &(impl AsRef<str>, i32), kept: i32, records: usize) -> (i16, i32) {
         let epoch = self.id.map_or(-1, |(_, e)| e);
         let part = self
             .sequences
@@ -161,7 +161,7 @@ impl IdempotenceState {
 
     /// Whether `epoch` is the one the partition's batches are sealed under now.
     #[inline]
-    pub(super) fn is_current(&self, tp: &TopicPartition, epoch: i16) -> bool {
+    pub(super) fn is_current(&self, tp: &(impl AsRef<str>, i32), epoch: i16) -> bool {
         self.sequences.get(tp).is_some_and(|p| p.epoch == epoch)
     }
 
@@ -180,7 +180,7 @@ impl IdempotenceState {
     }
 
     /// Marks a partition for an epoch bump once nothing of it is in flight.
-    pub(super) fn request_bump(&mut self, tp: &TopicPartition) {
+    pub(super) fn request_bump(&mut self, tp: &(impl AsRef<str>, i32)) {
         if let Some(p) = self.sequences.get_mut(tp) {
             p.bump = true;
             self.bumps_requested = true;
@@ -288,7 +288,7 @@ impl Producer {
     }
 
     /// Marks a partition for an epoch bump (idempotent producers only).
-    pub(super) fn request_bump(&mut self, tp: &TopicPartition) {
+    pub(super) fn request_bump(&mut self, tp: &(impl AsRef<str>, i32)) {
         if let Some(txn) = &mut self.txn {
             txn.require_bump();
             return;

@@ -412,7 +412,7 @@ impl Producer {
         if appended.new_batch {
             if let Some(txn) = &mut self.txn {
                 // The partition joins the transaction before its first batch goes.
-                txn.add_partition(&(r.topic.to_string(), partition));
+                txn.add_partition(&(&r.topic, partition));
             }
         }
         if r.partition.is_none() && (r.key.is_none() || self.cfg.partitioner_ignore_keys) {

@@ -253,11 +253,11 @@ impl Producer {
                 .topic(&b.tp.0)
                 .map(|t| t.id)
                 .unwrap_or_default();
-            let at = match topics.iter().rposition(|t| t.name == b.tp.0) {
+            let at = match topics.iter().rposition(|t| t.name.as_str() == b.tp.0.as_str()) {
                 Some(at) => at,
                 None => {
                     topics.push(TopicProduceData {
-                        name: b.tp.0.clone(),
+                        name: b.tp.0.to_string(),
                         topic_id,
                         ..Default::default()
                     });

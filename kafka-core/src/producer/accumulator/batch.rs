@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use kafka_proto::record::{rewrite_producer_fields, BatchBuilder, BatchMeta};
 
-use super::TopicPartition;
+use crate::topic::Topic;
 use crate::producer::types::RecordMeta;
 use crate::time::Instant;
 
@@ -18,7 +18,7 @@ pub(crate) type Batch = Box<BatchData>;
 #[derive(Debug)]
 pub(crate) struct BatchData {
     pub id: u64,
-    pub tp: TopicPartition,
+    pub tp: (Topic, i32),
     pub(super) builder: Option<BatchBuilder>,
     /// The sealed bytes, once drained (retries resend the same bytes and sequence).
     pub sealed: Option<Bytes>,

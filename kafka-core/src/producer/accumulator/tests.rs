@@ -358,7 +358,7 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                     acc.waiting(&[tp]);
                 }
             }
-            let blocked = |tp: &TopicPartition| tp.1 % 5 == 0;
+            let blocked = |tp: &(Topic, i32)| tp.1 % 5 == 0;
             let (ready, next) = acc.ready(now, false, blocked);
             let (ready_all, next_all) = acc.ready_scan(now, false, blocked);
             assert_eq!(ready, ready_all, "seed {seed} step {step}: ready");

@@ -38,7 +38,7 @@ impl Transactions {
                         match ErrorCode::from_code(p.partition_error_code) {
                             None if parts.contains(&tp) => {
                                 answered.insert(tp.clone());
-                                self.added.insert(tp);
+                                self.added.insert(&tp, ());
                                 self.in_coordinator = true;
                             }
                             None => {}

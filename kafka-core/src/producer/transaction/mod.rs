@@ -42,6 +42,7 @@ pub use crate::group::GroupMetadata;
 use answers::is_fatal;
 
 use super::accumulator::TopicPartition;
+use super::by_partition::ByPartition;
 use crate::backoff::Backoff;
 use crate::config::HostPort;
 use crate::net::NodeId;
@@ -159,7 +160,7 @@ pub(crate) struct Transactions {
     group_coordinator: Option<(String, NodeId)>,
     producer_id: Option<(i64, i16)>,
     /// Partitions in the transaction (the broker confirmed them).
-    added: BTreeSet<TopicPartition>,
+    added: ByPartition<()>,
     /// The coordinator knows the transaction: a partition or a group was added to it.
     in_coordinator: bool,
     /// Partitions with records waiting to be added.
@@ -198,7 +199,7 @@ impl Transactions {
             coordinator: None,
             group_coordinator: None,
             producer_id: None,
-            added: BTreeSet::new(),
+            added: ByPartition::default(),
             in_coordinator: false,
             to_add: BTreeSet::new(),
             offsets: VecDeque::new(),
@@ -268,18 +269,18 @@ impl Transactions {
     }
 
     /// A batch for `tp` opened: the partition joins the transaction before its batches go.
-    pub(crate) fn add_partition(&mut self, tp: &TopicPartition) {
+    pub(crate) fn add_partition(&mut self, tp: &(impl AsRef<str>, i32)) {
         if self.tv2 {
             // Version 2: the Produce adds it.
-            self.added.insert(tp.clone());
-        } else if !self.added.contains(tp) {
-            self.to_add.insert(tp.clone());
+            self.added.insert(tp, ());
+        } else if self.added.get(tp).is_none() {
+            self.to_add.insert((tp.0.as_ref().to_owned(), tp.1));
         }
     }
 
     /// Whether `tp`'s batches may be sent: it is in the transaction.
-    pub(crate) fn is_added(&self, tp: &TopicPartition) -> bool {
-        self.added.contains(tp)
+    pub(crate) fn is_added(&self, tp: &(impl AsRef<str>, i32)) -> bool {
+        self.added.get(tp).is_some()
     }
 
     /// `init_transactions`: gets the producer id for the transactional id, which fences any
