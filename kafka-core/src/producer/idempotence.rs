@@ -133,7 +133,12 @@ impl IdempotenceState {
     /// The epoch and base sequence a batch of `records` records is sealed with: the sequence
     /// it kept from an earlier attempt (`kept` ≥ 0), else the partition's next.
     #[inline]
-    pub(super) fn assign(&mut self, tp: &(impl AsRef<str>, i32), kept: i32, records: usize) -> (i16, i32) {
+    pub(super) fn assign(
+        &mut self,
+        tp: &(impl AsRef<str>, i32),
+        kept: i32,
+        records: usize,
+    ) -> (i16, i32) {
         let epoch = self.id.map_or(-1, |(_, e)| e);
         let part = self
             .sequences

@@ -253,7 +253,10 @@ impl Producer {
                 .topic(&b.tp.0)
                 .map(|t| t.id)
                 .unwrap_or_default();
-            let at = match topics.iter().rposition(|t| t.name.as_str() == b.tp.0.as_str()) {
+            let at = match topics
+                .iter()
+                .rposition(|t| t.name.as_str() == b.tp.0.as_str())
+            {
                 Some(at) => at,
                 None => {
                     topics.push(TopicProduceData {

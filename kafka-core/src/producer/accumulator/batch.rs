@@ -4,9 +4,9 @@
 use bytes::Bytes;
 use kafka_proto::record::{rewrite_producer_fields, BatchBuilder, BatchMeta};
 
-use crate::topic::Topic;
 use crate::producer::types::RecordMeta;
 use crate::time::Instant;
+use crate::topic::Topic;
 
 /// A batch of records for one partition, boxed: batches move between the queues, requests in
 /// flight and completion, and at many partitions a batch holds about one record, so moving its
