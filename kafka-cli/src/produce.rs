@@ -185,22 +185,80 @@ pub async fn produce(cluster: Cluster, brokers: &str, a: ProduceArgs) -> CliResu
 async fn take_oldest(
     window: &mut Deliveries<Instant>,
     tally: &mut Tally,
-    latencies: &mut Vec<u32>,
+    latencies: &mut Latencies,
 ) {
     let Some((sent, r)) = window.next().await else {
         return;
     };
     tally.add(r);
     let now = Instant::now();
-    latencies.push(micros(now, sent));
+    latencies.add(now, sent);
     while let Some(Some((sent, r))) = window.next().now_or_never() {
         tally.add(r);
-        latencies.push(micros(now, sent));
+        latencies.add(now, sent);
     }
 }
 
-fn micros(now: Instant, sent: Instant) -> u32 {
-    now.duration_since(sent).as_micros().min(u32::MAX as u128) as u32
+/// Delivery latencies in microseconds, to three significant digits: a histogram of fixed
+/// size, where a list of every latency cost 4 MB per million records of the run's peak RSS
+/// (which the benchmarks report, and hold to `buffer.memory` + 16 MB).
+struct Latencies(hdrhistogram::Histogram<u64>);
+
+impl Latencies {
+    fn new() -> Self {
+        // 1 µs to an hour (longer ones count as an hour): about 200 KB.
+        let h = hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3);
+        Latencies(h.expect("valid bounds and precision"))
+    }
+
+    fn add(&mut self, now: Instant, sent: Instant) {
+        let micros = now.duration_since(sent).as_micros();
+        self.0
+            .saturating_record(micros.min(u64::MAX as u128) as u64);
+    }
+
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    /// The `q` quantile in milliseconds, if any latency was recorded.
+    fn millis(&self, q: f64) -> Option<f64> {
+        (!self.0.is_empty()).then(|| self.0.value_at_quantile(q) as f64 / 1000.0)
+    }
+}
+
+/// `n` distinct keys (`key-0`, `key-1`, ...) in one allocation, each handed out as a slice of
+/// it: a reference count per record, as a key the application holds costs, without a `Bytes`
+/// and a buffer per key (5 MB of the run's peak RSS at 100,000 keys).
+struct Keys {
+    all: Bytes,
+    /// Key `k` is `all[ends[k - 1]..ends[k]]` (from 0 for the first).
+    ends: Vec<u32>,
+}
+
+impl Keys {
+    fn new(n: u64) -> Self {
+        let mut all = Vec::new();
+        let mut ends = Vec::with_capacity(n as usize);
+        for k in 0..n {
+            use std::io::Write as _;
+            write!(all, "key-{k}").expect("writing to a Vec");
+            ends.push(u32::try_from(all.len()).expect("keys fit in 4 GB"));
+        }
+        Keys {
+            all: Bytes::from(all),
+            ends,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn get(&self, k: usize) -> Bytes {
+        let start = if k == 0 { 0 } else { self.ends[k - 1] as usize };
+        self.all.slice(start..self.ends[k] as usize)
+    }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -248,11 +306,9 @@ pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()>
     let topic = Topic::from(a.topic.as_str());
     // Made before the clock starts, so a key costs the run what a key held by the application
     // costs: a reference count.
-    let keys: Vec<Bytes> = (0..a.keys)
-        .map(|k| Bytes::from(format!("key-{k}")))
-        .collect();
+    let keys = Keys::new(a.keys);
     let start = Instant::now();
-    let mut latencies: Vec<u32> = Vec::with_capacity(a.count as usize);
+    let mut latencies = Latencies::new();
     let mut window: Deliveries<Instant> = Deliveries::new();
     let mut tally = Tally::default();
     // Send times are read every 64 records and after any send that waited for memory: a
@@ -269,7 +325,7 @@ pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()>
             _ => Record::new(topic.clone(), value.clone()),
         };
         if !keys.is_empty() {
-            record = record.key(keys[(i % a.keys) as usize].clone());
+            record = record.key(keys.get((i % a.keys) as usize));
         }
         let mut send = std::pin::pin!(producer.send(record));
         let d = match send.as_mut().now_or_never() {
@@ -294,7 +350,7 @@ pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()>
                 let mut now = None;
                 while let Some(Some((r, sent))) = unordered.next().now_or_never() {
                     tally.add(r);
-                    latencies.push(micros(*now.get_or_insert_with(Instant::now), sent));
+                    latencies.add(*now.get_or_insert_with(Instant::now), sent);
                 }
             }
             Idiom::Detached => drop(d),
@@ -305,11 +361,11 @@ pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()>
     }
     while !window.is_empty() {
         take_oldest(&mut window, &mut tally, &mut latencies).await;
-        bar.set_position(latencies.len() as u64);
+        bar.set_position(latencies.len());
     }
     while let Some((r, sent)) = unordered.next().await {
         tally.add(r);
-        latencies.push(micros(Instant::now(), sent));
+        latencies.add(Instant::now(), sent);
     }
     if a.idiom == Idiom::Detached {
         // Nothing says how each record fared: only that every one has an outcome.
@@ -325,16 +381,8 @@ pub async fn perf(cluster: Cluster, brokers: &str, a: PerfArgs) -> CliResult<()>
             tally.failed, a.count
         ));
     }
-    // No latencies with `--idiom detached`: its records' outcomes are never read. Each
-    // percentile is selected in linear time: sorting millions of them cost a few percent of
-    // the run's CPU.
-    let mut pct = |q: f64| {
-        let n = latencies.len();
-        (n > 0).then(|| {
-            let i = ((n as f64 * q).ceil() as usize).clamp(1, n) - 1;
-            *latencies.select_nth_unstable(i).1 as f64 / 1000.0
-        })
-    };
+    // No latencies with `--idiom detached`: its records' outcomes are never read.
+    let pct = |q: f64| latencies.millis(q);
     let bytes = a.count * a.size as u64;
     let rps = a.count as f64 / seconds;
     let mbps = bytes as f64 / seconds / 1e6;
