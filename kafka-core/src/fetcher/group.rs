@@ -13,7 +13,7 @@ use crate::group::member::Member;
 use crate::group::membership::{GroupEvent, GroupRequest};
 use crate::group::offsets::{CommitId, LookupId, OffsetEvent, OffsetRequest, Offsets};
 use crate::group::GroupMetadata;
-use crate::net::{ConnId, Purpose, SendError};
+use crate::net::{ConnId, Network, Purpose, SendError};
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 
@@ -454,18 +454,11 @@ impl Fetcher {
             }
         };
         if let Some(conn) = conn {
-            let g = self.group.as_mut().expect("checked");
             if let Some((_, req)) = g.membership.poll_request(now) {
-                match self.send_group(conn, &req, now) {
+                match send_group(&mut self.net, &self.cfg, conn, &req, now) {
                     Ok(_) => {}
-                    Err(SendError::Version(_)) => {
-                        let g = self.group.as_mut().expect("checked");
-                        g.membership.handle_unsupported(now);
-                    }
-                    Err(_) => {
-                        let g = self.group.as_mut().expect("checked");
-                        g.membership.handle_failure(now);
-                    }
+                    Err(SendError::Version(_)) => g.membership.handle_unsupported(now),
+                    Err(_) => g.membership.handle_failure(now),
                 }
             }
         }
@@ -473,7 +466,6 @@ impl Fetcher {
         // Offsets, on the coordinator's connection too.
         if let Some((node, _)) = &coordinator {
             if let Some(conn) = self.net.ready(*node, Purpose::Coordinator, now) {
-                let g = self.group.as_mut().expect("checked");
                 let req = g
                     .offsets
                     .poll_request(generation.as_ref().map(|(g, m)| (*g, m.as_str())), now);
@@ -487,39 +479,11 @@ impl Fetcher {
                     None => None,
                 };
                 match sent {
-                    Some((commit, Err(_))) => {
-                        let g = self.group.as_mut().expect("checked");
-                        g.offsets.handle_failure(commit, now);
-                    }
+                    Some((commit, Err(_))) => g.offsets.handle_failure(commit, now),
                     Some((true, Ok(_))) => self.metrics.commit_sent(now),
                     _ => {}
                 }
             }
-        }
-    }
-
-    fn send_group(
-        &mut self,
-        conn: ConnId,
-        req: &GroupRequest,
-        now: Instant,
-    ) -> Result<i16, SendError> {
-        let net = &mut self.net;
-        match req {
-            GroupRequest::FindCoordinator(r) => net.send(conn, r, Tag::Group, now),
-            // The coordinator holds a JoinGroup until the group's members have rejoined, for
-            // up to the rebalance timeout: Java waits that long, plus 5 s.
-            GroupRequest::JoinGroup(r) => {
-                let timeout = self
-                    .cfg
-                    .request_timeout
-                    .max(self.cfg.max_poll_interval + std::time::Duration::from_secs(5));
-                net.send_timeout(conn, r, Tag::Group, timeout, now)
-            }
-            GroupRequest::SyncGroup(r) => net.send(conn, r, Tag::Group, now),
-            GroupRequest::Heartbeat(r) => net.send(conn, r, Tag::Group, now),
-            GroupRequest::LeaveGroup(r) => net.send(conn, r, Tag::Group, now),
-            GroupRequest::ConsumerHeartbeat(r) => net.send(conn, r, Tag::Group, now),
         }
     }
 
@@ -731,5 +695,31 @@ impl Fetcher {
             Tag::Offsets(commit) => g.offsets.handle_failure(commit, now),
             _ => unreachable!("only group tags come here"),
         }
+    }
+}
+
+/// Sends a membership request: given the network and the configuration, not the consumer,
+/// so that the caller keeps its hold on the group's state.
+fn send_group(
+    net: &mut Network<Tag>,
+    cfg: &ConsumerConfig,
+    conn: ConnId,
+    req: &GroupRequest,
+    now: Instant,
+) -> Result<i16, SendError> {
+    match req {
+        GroupRequest::FindCoordinator(r) => net.send(conn, r, Tag::Group, now),
+        // The coordinator holds a JoinGroup until the group's members have rejoined, for
+        // up to the rebalance timeout: Java waits that long, plus 5 s.
+        GroupRequest::JoinGroup(r) => {
+            let timeout = cfg
+                .request_timeout
+                .max(cfg.max_poll_interval + std::time::Duration::from_secs(5));
+            net.send_timeout(conn, r, Tag::Group, timeout, now)
+        }
+        GroupRequest::SyncGroup(r) => net.send(conn, r, Tag::Group, now),
+        GroupRequest::Heartbeat(r) => net.send(conn, r, Tag::Group, now),
+        GroupRequest::LeaveGroup(r) => net.send(conn, r, Tag::Group, now),
+        GroupRequest::ConsumerHeartbeat(r) => net.send(conn, r, Tag::Group, now),
     }
 }
