@@ -15,6 +15,8 @@ pub(super) struct Queue {
     pub(super) keys: Option<(Instant, Instant)>,
     /// Its name in [`Fronts`] (see [`Queues::places`]).
     pub(super) id: u32,
+    /// Bumped whenever its deadline entry in [`Fronts`]' heap goes stale (see there).
+    pub(super) generation: u32,
     /// How many records the last batch that left it held: a new batch's record list starts
     /// that large, rather than growing (and copying) by doubling on the record path. Per
     /// queue, as partitions differ: a dense topic's full batches would oversize the lists of a
@@ -144,6 +146,7 @@ impl Queues {
                 batches: VecDeque::new(),
                 keys: None,
                 id,
+                generation: 0,
                 hint: 0,
             });
         }
@@ -152,6 +155,14 @@ impl Queues {
     pub(super) fn by_id_mut(&mut self, id: u32) -> &mut Queue {
         let place = &self.places[id as usize];
         &mut self.topics[place.at].partitions[place.partition as usize]
+    }
+
+    /// Whether a deadline entry pushed for queue `id` at `generation` is live: the queue holds
+    /// batches and has not been reindexed since. `id` names a queue (the heap is remade when
+    /// ids are freed).
+    pub(super) fn is_current(&self, id: u32, generation: u32) -> bool {
+        let (_, _, q) = self.by_id(id);
+        q.keys.is_some() && q.generation == generation
     }
 
     /// The queue named `id`, with its topic and partition.

@@ -380,6 +380,23 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                 acc.next_deadline() <= earliest,
                 "seed {seed} step {step}: a late deadline"
             );
+            // The deadline heap's top is the earliest indexed key, never a stale one, and
+            // stale entries never outnumber live ones by more than the slack.
+            let keyed = (acc.queues.iter())
+                .filter_map(|(_, _, q)| q.keys.map(|k| k.1))
+                .min();
+            assert_eq!(acc.next_deadline(), keyed, "seed {seed} step {step}");
+            let live = acc.queues.nonempty;
+            assert!(
+                acc.fronts.due.len() <= 2 * live + super::DUE_SLACK,
+                "seed {seed} step {step}: {} entries for {live} queues",
+                acc.fronts.due.len()
+            );
+            // Each live queue has exactly one current entry.
+            let current = (acc.fronts.due.iter())
+                .filter(|e| acc.queues.is_current(e.0 .1, e.0 .2))
+                .count();
+            assert_eq!(current, live, "seed {seed} step {step}");
             // Emptied queues stay, each indexed exactly while it holds a batch, and the
             // counts agree.
             for parts in &acc.queues.topics {
