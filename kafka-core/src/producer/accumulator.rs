@@ -305,7 +305,7 @@ impl Accumulator {
             builder: Some(b),
             sealed: None,
             records: {
-                let mut v = Vec::with_capacity(hint.max(1));
+                let mut v = Vec::with_capacity(hint.max(4));
                 v.push(RecordMeta {
                     token,
                     timestamp: r.timestamp,
