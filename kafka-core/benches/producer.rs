@@ -4,6 +4,7 @@
 //! Run: `cargo bench -p kafka-core --bench producer`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use kafka_core::net::Machine as _;
 use kafka_core::net::Transmit;
 use kafka_core::producer::{Output, ProducerRecord};
 

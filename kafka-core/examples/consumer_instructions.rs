@@ -14,6 +14,7 @@
 //! Instructions collected divided by N is the consumer's cost per record: the fetch requests,
 //! the decoding of the answers, the record iterator and the events (#34 asks for 300 or less).
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

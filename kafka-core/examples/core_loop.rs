@@ -2,6 +2,7 @@
 //! Produce bytes, acks=0, no IO) for instruction counting:
 //! `valgrind --tool=callgrind target/release/examples/core_loop 200000`, minus the run with 0.
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -8,6 +8,7 @@
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/examples/producer_instructions 100000
 //! ```
 
+use kafka_core::net::Machine as _;
 use kafka_core::net::Transmit;
 use kafka_core::producer::{Output, ProducerRecord};
 

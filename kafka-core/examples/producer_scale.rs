@@ -34,7 +34,7 @@ use kafka_sim::{ScriptedBroker, SingleBroker};
 /// The producer calls the count covers: each `#[inline(never)]`, so that callgrind sees it,
 /// and none calls another, so that toggling never nests.
 mod counted {
-    use kafka_core::net::ConnId;
+    use kafka_core::net::{ConnId, Machine as _};
     use kafka_core::producer::{Output, ProducerRecord, RecordToken, SendError};
     use kafka_core::{Instant, Producer};
 

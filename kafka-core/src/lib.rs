@@ -9,6 +9,9 @@
 //! - **Outputs** are drained from `poll_output` until it returns `None`: connect to a host:port
 //!   under a connection id the core chose, send bytes on a connection, close one, or a user event.
 //! - **`poll_timeout`** is a pure query: the instant at which to call `handle_timeout` next.
+//! - These network inputs and outputs are the [`net::Machine`] trait's, written once for the
+//!   three clients ([`Producer`], [`Fetcher`], [`Admin`]): bring it into scope to drive one,
+//!   or write a driver once for all three against it.
 //! - **Randomness** (jitter, bootstrap order, partition choice) comes only from `random.seed`,
 //!   so the same inputs always give byte-identical outputs.
 //!
@@ -21,7 +24,7 @@
 //! an adapter does the same with sockets and a timer.
 //!
 //! ```
-//! use kafka_core::net::Transmit;
+//! use kafka_core::net::{Machine, Transmit};
 //! use kafka_core::producer::{Outcome, Output, ProducerEvent, ProducerRecord};
 //! use kafka_core::{Instant, Producer, ProducerConfig};
 //! use kafka_sim::SingleBroker;

@@ -2,6 +2,7 @@
 //! operation ends within `default.api.timeout.ms`, even with its request still in flight, and
 //! retriable answers are retried until it.
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 
 use kafka_core::admin::{Admin, AdminError, AdminEvent, AdminResult, NewTopic};

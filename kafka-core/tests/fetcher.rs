@@ -2,6 +2,7 @@
 //! SingleBroker are read back, and hand-built fetch responses exercise truncated, compressed
 //! and control batches.
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,6 +3,7 @@
 //! on a connection of its own; the bootstrap connection adopted, not left as a zombie),
 //! heartbeats that go on while a fetch long-polls, and commits that a new member resumes from.
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! The connection manager in virtual time, against scripted brokers.
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The producer in virtual time against a small scripted cluster: a real log per partition,
 //! per-producer sequence checks like a broker's, and scriptable faults.
 
+use kafka_core::net::Machine as _;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,6 +2,7 @@
 //! exchanges, refused credentials and mechanisms failing fast and typed, and KIP-368
 //! re-authentication that lets requests in flight finish.
 
+use kafka_core::net::Machine as _;
 use std::time::Duration;
 
 use bytes::Bytes;

@@ -3,6 +3,7 @@
 //! producer id and epoch, partitions that must be added before their batches, and commit and
 //! abort markers deciding what a read_committed reader would see.
 
+use kafka_core::net::Machine as _;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -4,6 +4,7 @@
 //! succeeds. Its own test binary, so the process-wide subscriber sees only these tests; each
 //! counts its own message.
 
+use kafka_core::net::Machine as _;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 

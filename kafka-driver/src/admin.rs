@@ -2,6 +2,7 @@
 //! the group and offset operations (list, describe, offsets, delete, alter, list offsets),
 //! and describing the cluster and its configurations.
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 

@@ -2,6 +2,7 @@
 //! with a polling loop. Tests use it to check the core against a real broker, independent of
 //! the async adapters.
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};

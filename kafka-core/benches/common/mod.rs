@@ -1,5 +1,6 @@
 //! The warmed-up producer the core benchmark and `examples/producer_instructions.rs` share.
 
+use kafka_core::net::Machine as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

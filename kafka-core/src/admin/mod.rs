@@ -215,18 +215,26 @@ pub struct AdminEvent {
 /// What the admin client asks of its driver.
 pub type Output = crate::net::Output<AdminEvent>;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tag {
-    /// A refresh to learn the controller.
-    Refresh,
-    Op(OpId),
-    /// An operation's FindCoordinator.
-    Find(OpId),
-    /// An operation's metadata (the brokers, or the partitions' leaders).
-    Meta(OpId),
-    /// An operation's request to one broker of several.
-    Node(OpId, NodeId),
+/// Request tags, in a module of their own: `Machine`'s hidden `Tag` names this type, so it
+/// is public there, and out of reach outside the crate.
+mod tag {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Tag {
+        /// A refresh to learn the controller.
+        Refresh,
+        Op(OpId),
+        /// An operation's FindCoordinator.
+        Find(OpId),
+        /// An operation's metadata (the brokers, or the partitions' leaders).
+        Meta(OpId),
+        /// An operation's request to one broker of several.
+        Node(OpId, NodeId),
+    }
 }
+use tag::Tag;
 
 #[derive(Debug, Clone)]
 enum Kind {
@@ -271,7 +279,54 @@ pub struct Admin {
     now: Instant,
 }
 
-crate::net::network_io!(Admin, AdminEvent);
+impl crate::net::Machine for Admin {
+    type Event = AdminEvent;
+    type Tag = Tag;
+
+    fn parts(
+        &mut self,
+        _: crate::net::Sealed,
+    ) -> (
+        &mut Network<Tag>,
+        &mut std::collections::VecDeque<AdminEvent>,
+    ) {
+        (&mut self.net, &mut self.events)
+    }
+
+    fn parts_ref(
+        &self,
+        _: crate::net::Sealed,
+    ) -> (&Network<Tag>, &std::collections::VecDeque<AdminEvent>) {
+        (&self.net, &self.events)
+    }
+
+    fn step(&mut self, now: Instant, _: crate::net::Sealed) {
+        self.drive(now);
+    }
+
+    /// When to call [`Admin::handle_timeout`] next. A pure query.
+    fn poll_timeout(&self) -> Option<Instant> {
+        // A retry time that passed is not a wake-up: the request waits for a connection,
+        // whose events wake the client (returned, it made the driver spin; found by the
+        // simulation, seed 1169).
+        let ops = self
+            .ops
+            .values()
+            .flat_map(|o| [Some(o.deadline), o.retry_at.filter(|t| *t > self.now)])
+            .flatten();
+        self.net.poll_timeout().into_iter().chain(ops).min()
+    }
+
+    /// Every metric at `now`, with the Java admin client's names (`admin-client-metrics`,
+    /// `admin-client-node-metrics`): its connections and requests.
+    fn metrics(&self, now: Instant) -> crate::metrics::MetricsSnapshot {
+        let (window, id) = (self.cfg.metrics.window, &self.cfg.client_id);
+        crate::metrics::MetricsSnapshot::build(now, window, id, |out| {
+            self.net
+                .metrics(out, "admin-client-metrics", "admin-client-node-metrics")
+        })
+    }
+}
 
 impl Admin {
     /// An admin client. Nothing connects until the first operation.
@@ -288,16 +343,6 @@ impl Admin {
             now: Instant::ZERO,
             cfg,
         }
-    }
-
-    /// Every metric at `now`, with the Java admin client's names (`admin-client-metrics`,
-    /// `admin-client-node-metrics`): its connections and requests.
-    pub fn metrics(&self, now: Instant) -> crate::metrics::MetricsSnapshot {
-        let (window, id) = (self.cfg.metrics.window, &self.cfg.client_id);
-        crate::metrics::MetricsSnapshot::build(now, window, id, |out| {
-            self.net
-                .metrics(out, "admin-client-metrics", "admin-client-node-metrics")
-        })
     }
 
     /// Describes the cluster: brokers, controller, and `topics` (all of them when `None`).
@@ -448,19 +493,6 @@ impl Admin {
         );
         self.drive(now);
         op
-    }
-
-    /// When to call [`Admin::handle_timeout`] next. A pure query.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        // A retry time that passed is not a wake-up: the request waits for a connection,
-        // whose events wake the client (returned, it made the driver spin; found by the
-        // simulation, seed 1169).
-        let ops = self
-            .ops
-            .values()
-            .flat_map(|o| [Some(o.deadline), o.retry_at.filter(|t| *t > self.now)])
-            .flatten();
-        self.net.poll_timeout().into_iter().chain(ops).min()
     }
 
     fn drive(&mut self, now: Instant) {

@@ -209,22 +209,30 @@ type Lane = (NodeId, usize);
 /// What the fetcher asks of its driver.
 pub type Output = crate::net::Output<FetchEvent>;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tag {
-    Metadata,
-    ListOffsets(Vec<Req>),
-    /// A Fetch of these partitions, from these offsets; `true` if incremental (KIP-227), when
-    /// the partitions absent from the response simply have nothing new.
-    Fetch(Lane, Vec<(Req, i64)>, bool),
-    /// A membership request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
-    Group,
-    /// OffsetFetch (false) or OffsetCommit (true).
-    Offsets(bool),
-    /// OffsetForLeaderEpoch: checking positions after a leader change (KIP-320).
-    Validate(Vec<Req>),
-    /// ListOffsets for an application's lookup.
-    Lookup(OffsetsId, Vec<TopicPartition>),
+/// Request tags, in a module of their own: `Machine`'s hidden `Tag` names this type, so it
+/// is public there, and out of reach outside the crate.
+mod tag {
+    #[allow(unused_imports)]
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Tag {
+        Metadata,
+        ListOffsets(Vec<Req>),
+        /// A Fetch of these partitions, from these offsets; `true` if incremental (KIP-227), when
+        /// the partitions absent from the response simply have nothing new.
+        Fetch(Lane, Vec<(Req, i64)>, bool),
+        /// A membership request (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+        Group,
+        /// OffsetFetch (false) or OffsetCommit (true).
+        Offsets(bool),
+        /// OffsetForLeaderEpoch: checking positions after a leader change (KIP-320).
+        Validate(Vec<Req>),
+        /// ListOffsets for an application's lookup.
+        Lookup(OffsetsId, Vec<TopicPartition>),
+    }
 }
+use tag::Tag;
 
 /// A partition as a request asked about it: with its generation then, so that an answer that
 /// comes after a seek, a reassignment or a reset (which start a new generation) is not taken
@@ -315,7 +323,66 @@ fn answered<'a>(
 const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;
 
-crate::net::network_io!(Fetcher, FetchEvent);
+impl crate::net::Machine for Fetcher {
+    type Event = FetchEvent;
+    type Tag = Tag;
+
+    fn parts(
+        &mut self,
+        _: crate::net::Sealed,
+    ) -> (
+        &mut Network<Tag>,
+        &mut std::collections::VecDeque<FetchEvent>,
+    ) {
+        (&mut self.net, &mut self.events)
+    }
+
+    fn parts_ref(
+        &self,
+        _: crate::net::Sealed,
+    ) -> (&Network<Tag>, &std::collections::VecDeque<FetchEvent>) {
+        (&self.net, &self.events)
+    }
+
+    fn step(&mut self, now: Instant, _: crate::net::Sealed) {
+        self.drive(now);
+    }
+
+    /// When to call [`Fetcher::handle_timeout`] next. A pure query.
+    fn poll_timeout(&self) -> Option<Instant> {
+        let future = |t: Instant| (t > self.now).then_some(t);
+        let retries = self
+            .parts
+            .values()
+            .filter_map(|p| p.retry_at)
+            .filter_map(future);
+        let refresh = self.metadata.next_refresh().and_then(future);
+        self.net
+            .poll_timeout()
+            .into_iter()
+            .chain(retries)
+            .chain(refresh)
+            .chain(self.group_timeout().and_then(future))
+            .chain(self.health_timeout())
+            .chain(self.lookups.timeout(self.now))
+            .min()
+    }
+
+    /// Every metric at `now`, with the Java consumer's names: `consumer-metrics`,
+    /// `consumer-fetch-manager-metrics` (client-wide, per topic and per partition),
+    /// `consumer-coordinator-metrics` (with `group.id`) and `consumer-node-metrics`.
+    fn metrics(&self, now: Instant) -> MetricsSnapshot {
+        let parts = &self.parts;
+        let fetched =
+            |topic: &str, partition: i32| parts.contains_key(&(topic.to_owned(), partition));
+        MetricsSnapshot::build(now, self.cfg.metrics.window, &self.cfg.client_id, |out| {
+            self.metrics
+                .snapshot(out, parts.len(), self.group.is_some(), fetched);
+            self.net
+                .metrics(out, "consumer-metrics", "consumer-node-metrics");
+        })
+    }
+}
 
 impl Fetcher {
     /// A fetcher. Nothing connects until partitions are assigned.
@@ -352,21 +419,6 @@ impl Fetcher {
             fetch_sent: BTreeMap::new(),
             cfg,
         }
-    }
-
-    /// Every metric at `now`, with the Java consumer's names: `consumer-metrics`,
-    /// `consumer-fetch-manager-metrics` (client-wide, per topic and per partition),
-    /// `consumer-coordinator-metrics` (with `group.id`) and `consumer-node-metrics`.
-    pub fn metrics(&self, now: Instant) -> MetricsSnapshot {
-        let parts = &self.parts;
-        let fetched =
-            |topic: &str, partition: i32| parts.contains_key(&(topic.to_owned(), partition));
-        MetricsSnapshot::build(now, self.cfg.metrics.window, &self.cfg.client_id, |out| {
-            self.metrics
-                .snapshot(out, parts.len(), self.group.is_some(), fetched);
-            self.net
-                .metrics(out, "consumer-metrics", "consumer-node-metrics");
-        })
     }
 
     /// The application took `records` records of `topic` (for `records-consumed-rate`; the
@@ -517,26 +569,6 @@ impl Fetcher {
         if let Some(n) = self.reservations.remove(&lane) {
             self.reserved = self.reserved.saturating_sub(n);
         }
-    }
-
-    /// When to call [`Fetcher::handle_timeout`] next. A pure query.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        let future = |t: Instant| (t > self.now).then_some(t);
-        let retries = self
-            .parts
-            .values()
-            .filter_map(|p| p.retry_at)
-            .filter_map(future);
-        let refresh = self.metadata.next_refresh().and_then(future);
-        self.net
-            .poll_timeout()
-            .into_iter()
-            .chain(retries)
-            .chain(refresh)
-            .chain(self.group_timeout().and_then(future))
-            .chain(self.health_timeout())
-            .chain(self.lookups.timeout(self.now))
-            .min()
     }
 
     fn on_event(&mut self, e: NetEvent<Tag>, now: Instant) {

@@ -48,18 +48,26 @@ use crate::partitioner::{partition_for_key, StickyPartitioner};
 use crate::rng::Rng;
 use crate::time::Instant;
 
-/// Whose response a request waits for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Tag {
-    /// A metadata refresh.
-    Metadata,
-    /// The idempotent producer's id.
-    InitProducerId,
-    /// These batches.
-    Produce(Vec<u64>),
-    /// The transaction's request in flight.
-    Txn,
+/// Request tags, in a module of their own: `Machine`'s hidden `Tag` names this type, so it
+/// is public there, and out of reach outside the crate.
+mod tag {
+    #[allow(unused_imports)]
+    use super::*;
+
+    /// Whose response a request waits for.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Tag {
+        /// A metadata refresh.
+        Metadata,
+        /// The idempotent producer's id.
+        InitProducerId,
+        /// These batches.
+        Produce(Vec<u64>),
+        /// The transaction's request in flight.
+        Txn,
+    }
 }
+pub(crate) use tag::Tag;
 
 /// Why [`Producer::append`] handed a record back.
 enum NotAppended {
@@ -144,7 +152,67 @@ pub struct Producer {
     retries_warned: bool,
 }
 
-crate::net::network_io!(Producer, ProducerEvent);
+impl crate::net::Machine for Producer {
+    type Event = ProducerEvent;
+    type Tag = Tag;
+
+    fn parts(
+        &mut self,
+        _: crate::net::Sealed,
+    ) -> (
+        &mut Network<Tag>,
+        &mut std::collections::VecDeque<ProducerEvent>,
+    ) {
+        (&mut self.net, &mut self.events)
+    }
+
+    fn parts_ref(
+        &self,
+        _: crate::net::Sealed,
+    ) -> (&Network<Tag>, &std::collections::VecDeque<ProducerEvent>) {
+        (&self.net, &self.events)
+    }
+
+    fn step(&mut self, now: Instant, _: crate::net::Sealed) {
+        self.drive(now);
+    }
+
+    /// When to call [`Producer::handle_timeout`] next. A pure query.
+    fn poll_timeout(&self) -> Option<Instant> {
+        // Asked after every input a driver passes in (each new batch, at many partitions), so
+        // it folds the candidates one by one rather than building and scanning a list.
+        let now = self.now;
+        let mut next = Wake(None);
+        next.at(self.net.poll_timeout());
+        next.future(self.metadata.next_refresh(), now);
+        next.future(self.acc.next_ready(now, self.forced()), now);
+        next.future(self.holding, now);
+        next.at(self.acc.next_deadline());
+        next.at(self.in_flight.next_due());
+        next.at(self.pending.next_deadline());
+        next.future(self.idem.retry_at(), now);
+        next.future(
+            self.no_broker_since
+                .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger),
+            now,
+        );
+        next.at(self.closing.filter(|_| !self.closed));
+        next.at(self.txn.as_ref().and_then(|t| t.poll_timeout()));
+        next.0
+    }
+
+    /// Every metric at `now`, with the Java producer's names: `producer-metrics`,
+    /// `producer-topic-metrics` and `producer-node-metrics`.
+    fn metrics(&self, now: Instant) -> MetricsSnapshot {
+        let pool = &self.acc.pool;
+        MetricsSnapshot::build(now, self.cfg.metrics.window, &self.cfg.client_id, |out| {
+            let available = pool.total.saturating_sub(pool.used);
+            self.metrics.snapshot(out, available, pool.total);
+            self.net
+                .metrics(out, "producer-metrics", "producer-node-metrics");
+        })
+    }
+}
 
 impl Producer {
     /// A producer. Nothing connects until the first `send`.
@@ -214,18 +282,6 @@ impl Producer {
     /// The configuration in force (after validation).
     pub fn config(&self) -> &ProducerConfig {
         &self.cfg
-    }
-
-    /// Every metric at `now`, with the Java producer's names: `producer-metrics`,
-    /// `producer-topic-metrics` and `producer-node-metrics`.
-    pub fn metrics(&self, now: Instant) -> MetricsSnapshot {
-        let pool = &self.acc.pool;
-        MetricsSnapshot::build(now, self.cfg.metrics.window, &self.cfg.client_id, |out| {
-            let available = pool.total.saturating_sub(pool.used);
-            self.metrics.snapshot(out, available, pool.total);
-            self.net
-                .metrics(out, "producer-metrics", "producer-node-metrics");
-        })
     }
 
     /// A send waited `waited` for buffer memory (the driver waits; Java's
@@ -485,30 +541,6 @@ impl Producer {
             txn.close();
         }
         self.take_transaction_results();
-    }
-
-    /// When to call [`Producer::handle_timeout`] next. A pure query.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        // Asked after every input a driver passes in (each new batch, at many partitions), so
-        // it folds the candidates one by one rather than building and scanning a list.
-        let now = self.now;
-        let mut next = Wake(None);
-        next.at(self.net.poll_timeout());
-        next.future(self.metadata.next_refresh(), now);
-        next.future(self.acc.next_ready(now, self.forced()), now);
-        next.future(self.holding, now);
-        next.at(self.acc.next_deadline());
-        next.at(self.in_flight.next_due());
-        next.at(self.pending.next_deadline());
-        next.future(self.idem.retry_at(), now);
-        next.future(
-            self.no_broker_since
-                .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger),
-            now,
-        );
-        next.at(self.closing.filter(|_| !self.closed));
-        next.at(self.txn.as_ref().and_then(|t| t.poll_timeout()));
-        next.0
     }
 }
 

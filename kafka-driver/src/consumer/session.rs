@@ -2,6 +2,7 @@
 //! handle asks, answers commits and closes, and drops what it holds of partitions revoked or
 //! lost before the handle can return any more of their records.
 
+use kafka_core::net::Machine as _;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 

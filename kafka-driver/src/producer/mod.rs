@@ -1,6 +1,7 @@
 //! The producer handle and its driver session: `send` waits for buffer memory up to
 //! `max.block.ms`, and each record's outcome comes back on its own [`Delivery`].
 
+use kafka_core::net::Machine as _;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::marker::PhantomData;

@@ -3,6 +3,7 @@
 //! that takes records, holds them until its next poll, and acknowledges revocations. Both
 //! record what they saw in a shared [`Ledger`] for the invariants.
 
+use kafka_core::net::Machine as _;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
