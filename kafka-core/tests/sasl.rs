@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_core::backoff::Backoff;
 use kafka_core::config::{HostPort, ProducerConfig};
-use kafka_core::net::{AuthError, ConnId, NetConfig, NetEvent, Network, Transmit};
+use kafka_core::net::{AuthError, ConnId, NetConfig, NetEvent, Network, TlsError, Transmit};
 use kafka_core::Instant;
 use kafka_sim::proto::api::{RequestBody, ResponseBody};
 use kafka_sim::proto::messages::metadata_request::MetadataRequest;
@@ -590,4 +590,40 @@ fn no_secret_reaches_a_span_an_event_or_a_metric() {
     for other in ["not-the-password", "jaas-BBB222"] {
         assert!(!out.contains(other), "another test's secret: {out}");
     }
+}
+
+/// TLS to a listener that answers in plaintext fails at once, with a cause a program can
+/// match and a message naming security.protocol.
+#[test]
+fn tls_to_a_plaintext_listener_fails_with_a_typed_cause() {
+    let mut net = net(&[("security.protocol", "SSL")]);
+    let now = Instant::ZERO;
+    net.set_wall_clock(Duration::from_secs(1_700_000_000));
+    net.least_loaded(now);
+    let conn = loop {
+        match net.poll_transmit() {
+            Some(Transmit::Connect { conn, .. }) => break conn,
+            Some(_) => {}
+            None => panic!("no connection asked for"),
+        }
+    };
+    net.handle_connected(conn, now);
+    assert!(
+        matches!(net.poll_transmit(), Some(Transmit::Send { .. })),
+        "the ClientHello goes out"
+    );
+    // A Kafka response frame, not a TLS record.
+    net.handle_received(conn, &[0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0], now);
+    let e = net.take_auth_failure().expect("a TLS failure");
+    assert!(
+        matches!(
+            e,
+            AuthError::Tls {
+                cause: TlsError::NotTls,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("security.protocol"), "{e}");
 }

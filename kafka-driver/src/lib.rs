@@ -33,7 +33,7 @@ pub use kafka_core::config::{SaslMechanism, Secret, SecurityProtocol};
 pub use kafka_core::fetcher::{FetchError, StartFrom, SubscribeError};
 pub use kafka_core::group::offsets::CommitError;
 pub use kafka_core::metrics::{Metric, MetricKind, MetricsSnapshot};
-pub use kafka_core::net::{AuthError, ConnectError, RequestError};
+pub use kafka_core::net::{AuthError, ConnectError, RequestError, TlsError};
 /// Why the producer refused a record (inside [`SendError::Rejected`] and
 /// [`DeliveryError::Refused`]).
 pub use kafka_core::producer::SendError as CoreSendError;

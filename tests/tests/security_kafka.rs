@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant as StdInstant};
 
 use kafka_tokio::{
-    Admin, AdminError, ConsumeError, Consumer, DeliveryError, NewTopic, Producer, Record,
+    Admin, AdminError, AuthError, ConsumeError, Consumer, DeliveryError, NewTopic, Producer,
+    Record, TlsError,
 };
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -211,6 +212,14 @@ fn assert_send_fails(cfg: &[(String, String)], within: Duration, words: &[&str])
     error
 }
 
+/// The typed TLS cause of a delivery's failure, if it failed on TLS.
+fn tls_cause(e: &DeliveryError) -> Option<&TlsError> {
+    match e {
+        DeliveryError::Authentication(AuthError::Tls { cause, .. }) => Some(cause),
+        _ => None,
+    }
+}
+
 #[test]
 fn kafka_security_failures_are_typed_prompt_and_name_the_fix() {
     let f = fixture();
@@ -248,10 +257,15 @@ fn kafka_security_failures_are_typed_prompt_and_name_the_fix() {
     );
     // An untrusted certificate.
     let cfg = settings("SSL", &[("ssl.ca.location", f.pki.path("other-ca.pem"))]);
-    assert_send_fails(
+    let e = assert_send_fails(
         &cfg,
         fast,
         &["not signed by a trusted CA", "ssl.ca.location"],
+    );
+    assert_eq!(
+        tls_cause(&e),
+        Some(&TlsError::UntrustedCertificate),
+        "{e:?}"
     );
     // A host name the certificate does not list: it lists 127.0.0.1, and `localhost`
     // reaches the same listener. With the check off (`none`), the same client works.
@@ -269,13 +283,18 @@ fn kafka_security_failures_are_typed_prompt_and_name_the_fix() {
     ];
     let mut cfg = settings("SSL", &mtls);
     cfg[0].1 = format!("localhost:{port}");
-    assert_send_fails(
+    let e = assert_send_fails(
         &cfg,
         fast,
         &[
             "does not name the host",
             "ssl.endpoint.identification.algorithm",
         ],
+    );
+    assert_eq!(
+        tls_cause(&e),
+        Some(&TlsError::CertificateNameMismatch),
+        "{e:?}"
     );
     cfg.push((
         "ssl.endpoint.identification.algorithm".into(),
@@ -284,7 +303,11 @@ fn kafka_security_failures_are_typed_prompt_and_name_the_fix() {
     tests::tokio_runtime().block_on(round_trip(&cfg, "no-hostname-check", 10));
     // No client certificate where the listener requires one.
     let cfg = settings("SSL", &[ca()]);
-    assert_send_fails(&cfg, fast, &["TLS", "ssl.certificate.location"]);
+    let e = assert_send_fails(&cfg, fast, &["TLS", "ssl.certificate.location"]);
+    assert!(
+        matches!(tls_cause(&e), Some(TlsError::HandshakeRefused { .. })),
+        "{e:?}"
+    );
     // TLS to a plaintext listener, and plaintext to a TLS listener: prompt within
     // max.block.ms, naming security.protocol.
     let mut cfg = settings("SSL", &[ca()]);

@@ -263,11 +263,13 @@ impl TlsClient {
     }
 
     /// A new client session for `host`.
-    pub(crate) fn session(&self, host: &str) -> Result<rustls::ClientConnection, String> {
-        let name = ServerName::try_from(host.to_owned())
-            .map_err(|e| format!("`{host}` is not a valid TLS server name ({e})"))?;
-        let mut conn =
-            rustls::ClientConnection::new(self.config.clone(), name).map_err(|e| e.to_string())?;
+    /// `Err(None)`: `host` cannot be a TLS server name.
+    pub(crate) fn session(
+        &self,
+        host: &str,
+    ) -> Result<rustls::ClientConnection, Option<rustls::Error>> {
+        let name = ServerName::try_from(host.to_owned()).map_err(|_| None)?;
+        let mut conn = rustls::ClientConnection::new(self.config.clone(), name).map_err(Some)?;
         // Requests are encrypted as they are sent; no limit, the producer's memory bounds them.
         conn.set_buffer_limit(None);
         Ok(conn)

@@ -15,6 +15,7 @@
 mod auth;
 mod config;
 mod connection;
+mod errors;
 mod failure;
 mod least_loaded;
 mod machine;
@@ -33,7 +34,7 @@ mod tls {
         pub fn handshaking(&self) -> bool {
             match *self {}
         }
-        pub fn receive(&mut self, _: &[u8], _: &mut Vec<u8>) -> Result<(), String> {
+        pub fn receive(&mut self, _: &[u8], _: &mut Vec<u8>) -> Result<(), super::TlsError> {
             match *self {}
         }
         pub fn send(&mut self, _: &[bytes::Bytes]) -> Result<(), String> {
@@ -44,7 +45,7 @@ mod tls {
         }
     }
 }
-mod types;
+mod transmit;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -63,14 +64,12 @@ use crate::time::Instant;
 pub use config::NetConfig;
 pub use connection::Peer;
 use connection::{Connection, InFlight, State, Tag};
+pub use errors::{AuthError, ConnectError, RequestError, SendError, TlsError};
 pub(crate) use machine::Sealed;
 pub use machine::{Machine, Output};
 use metrics::NetMetrics;
-pub(crate) use types::lane;
-pub use types::{
-    AuthError, ConnId, ConnectError, Expect, NetEvent, NodeId, Purpose, RequestError, SendError,
-    Transmit,
-};
+pub(crate) use transmit::lane;
+pub use transmit::{ConnId, Expect, NetEvent, NodeId, Purpose, Transmit};
 
 /// Byte fields (record batches) this large are sent from their own buffers, in a
 /// [`Transmit::Send`] each, rather than copied into the request: smaller ones cost less to
@@ -527,8 +526,17 @@ impl<T> Network<T> {
             .security
             .tls_client
             .as_ref()
-            .ok_or_else(|| "no TLS client was configured".to_owned())
-            .and_then(|t| t.session(&c.addr.host));
+            .ok_or_else(|| TlsError::Other {
+                message: "no TLS client was configured".to_owned(),
+            })
+            .and_then(|t| {
+                t.session(&c.addr.host).map_err(|e| match e {
+                    Some(e) => tls::cause(e),
+                    None => TlsError::InvalidServerName {
+                        host: c.addr.host.clone(),
+                    },
+                })
+            });
         match session {
             Ok(session) => {
                 let mut tls = tls::Tls::new(session);
@@ -537,7 +545,7 @@ impl<T> Network<T> {
                     .extend(tls.output().map(|bytes| Transmit::Send { conn, bytes }));
                 c.tls = Some(tls);
             }
-            Err(reason) => self.auth_failed(conn, now, |addr, _| AuthError::Tls { addr, reason }),
+            Err(cause) => self.auth_failed(conn, now, |addr, _| AuthError::Tls { addr, cause }),
         }
     }
 
@@ -545,7 +553,7 @@ impl<T> Network<T> {
     fn start_tls(&mut self, conn: ConnId, _deadline: Instant, now: Instant) {
         self.auth_failed(conn, now, |addr, _| AuthError::Tls {
             addr,
-            reason: "this build has no TLS (kafka-core's `tls` feature)".into(),
+            cause: TlsError::NotBuilt,
         })
     }
 

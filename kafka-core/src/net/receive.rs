@@ -19,8 +19,8 @@ impl<T> Network<T> {
             let handshaken = matches!(c.state, State::Tls { .. }) && !tls.handshaking();
             c.frames.extend(&plain);
             self.plain = plain;
-            if let Err(reason) = received {
-                return self.auth_failed(conn, now, |addr, _| AuthError::Tls { addr, reason });
+            if let Err(cause) = received {
+                return self.auth_failed(conn, now, |addr, _| AuthError::Tls { addr, cause });
             }
             if handshaken {
                 tracing::debug!(conn = conn.0, addr = %c.addr, "TLS handshake done");

@@ -5,6 +5,8 @@ use std::io::{Read, Write};
 
 use bytes::Bytes;
 
+use super::TlsError;
+
 /// A TLS client session.
 pub(crate) struct Tls(rustls::ClientConnection);
 
@@ -27,10 +29,10 @@ impl Tls {
 
     /// Takes ciphertext, returning the plaintext it completes, or why the session failed
     /// (a certificate refused, an alert, bytes that are not TLS).
-    pub fn receive(&mut self, mut data: &[u8], plain: &mut Vec<u8>) -> Result<(), String> {
+    pub fn receive(&mut self, mut data: &[u8], plain: &mut Vec<u8>) -> Result<(), TlsError> {
         while !data.is_empty() {
-            self.0.read_tls(&mut data).map_err(|e| e.to_string())?;
-            let state = self.0.process_new_packets().map_err(describe)?;
+            self.0.read_tls(&mut data).map_err(io_cause)?;
+            let state = self.0.process_new_packets().map_err(cause)?;
             let n = state.plaintext_bytes_to_read();
             if n > 0 {
                 let start = plain.len();
@@ -38,7 +40,7 @@ impl Tls {
                 self.0
                     .reader()
                     .read_exact(&mut plain[start..])
-                    .map_err(|e| e.to_string())?;
+                    .map_err(io_cause)?;
             }
         }
         Ok(())
@@ -68,36 +70,34 @@ impl Tls {
     }
 }
 
-/// A rustls error in words a user can act on.
-fn describe(e: rustls::Error) -> String {
+/// A rustls error as a cause a program can match (its message says the fix).
+pub(crate) fn cause(e: rustls::Error) -> TlsError {
     use rustls::{CertificateError as C, Error as E};
     match e {
-        E::InvalidCertificate(C::UnknownIssuer) => "the broker's certificate is not signed by a \
-            trusted CA: set ssl.ca.location to the CA that signed it"
-            .into(),
+        E::InvalidCertificate(C::UnknownIssuer) => TlsError::UntrustedCertificate,
         E::InvalidCertificate(C::NotValidForName | C::NotValidForNameContext { .. }) => {
-            "the broker's certificate does not name the host connected to: connect by a name \
-             the certificate lists, or set ssl.endpoint.identification.algorithm=none"
-                .into()
+            TlsError::CertificateNameMismatch
         }
         E::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
-            "the broker's certificate has expired: renew it".into()
+            TlsError::CertificateExpired
         }
         E::InvalidCertificate(C::NotValidYet | C::NotValidYetContext { .. }) => {
-            "the broker's certificate is not valid yet: check the clocks".into()
+            TlsError::CertificateNotValidYet
         }
-        E::FailedToGetCurrentTime => "no wall clock was given to judge certificates by \
-            (call handle_wall_clock)"
-            .into(),
-        E::AlertReceived(a) => format!(
-            "the broker refused the TLS handshake ({a:?}): if it asks for a client \
-             certificate, set ssl.certificate.location and ssl.key.location"
-        ),
-        E::InvalidMessage(_) | E::InappropriateMessage { .. } => {
-            "the broker does not speak TLS on this port: is the listener PLAINTEXT or \
-             SASL_PLAINTEXT? (see security.protocol)"
-                .into()
-        }
-        other => other.to_string(),
+        E::FailedToGetCurrentTime => TlsError::NoWallClock,
+        E::AlertReceived(a) => TlsError::HandshakeRefused {
+            alert: format!("{a:?}"),
+        },
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } => TlsError::NotTls,
+        other => TlsError::Other {
+            message: other.to_string(),
+        },
+    }
+}
+
+/// An IO error of rustls's buffers (bytes it could not take).
+fn io_cause(e: std::io::Error) -> TlsError {
+    TlsError::Other {
+        message: e.to_string(),
     }
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use kafka_proto::compression::Compression;
 use kafka_proto::record::{BatchBuilder, RecordBatches, BATCH_HEADER_LEN};
 
-use super::types::{ProducerRecord, RecordMeta, RecordToken, Topic};
+use super::record::{ProducerRecord, RecordMeta, RecordToken, Topic};
 use crate::time::Instant;
 
 /// A topic and partition.

@@ -9,8 +9,8 @@ use kafka_proto::messages::produce_response::{
 use kafka_proto::ErrorCode;
 
 use super::accumulator::Batch;
-use super::types::{Certainty, Delivered, DeliveryError, Outcome, ProducerEvent, RecordToken};
 use super::{is_leadership_error, Producer};
+use super::{Certainty, Delivered, DeliveryError, Outcome, ProducerEvent, RecordToken};
 use crate::config::HostPort;
 use crate::time::Instant;
 

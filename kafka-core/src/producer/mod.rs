@@ -9,15 +9,15 @@
 mod accumulator;
 mod by_partition;
 mod completion;
+mod errors;
 mod expiry;
 mod idempotence;
 mod in_flight;
 mod pending;
+mod record;
 mod sender;
 mod tokens;
 mod transaction;
-mod transactional;
-mod types;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -30,11 +30,12 @@ use kafka_proto::ErrorCode;
 
 pub use accumulator::TopicPartition;
 use accumulator::{record_size, Accumulator, Batch, Block, NoMemory};
+pub use errors::*;
 use idempotence::IdempotenceState;
 use in_flight::InFlight;
 use pending::{Pending, PendingRecords};
+pub use record::*;
 pub use transaction::{GroupMetadata, TransactionError, TxnOffset, TxnToken};
-pub use types::*;
 
 use crate::backoff::Backoff;
 use crate::config::{Acks, MetadataRecoveryStrategy, ProducerConfig};

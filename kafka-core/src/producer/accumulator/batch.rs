@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use kafka_proto::record::{rewrite_producer_fields, BatchBuilder, BatchMeta};
 
-use crate::producer::types::RecordMeta;
+use crate::producer::record::RecordMeta;
 use crate::time::Instant;
 use crate::topic::Topic;
 

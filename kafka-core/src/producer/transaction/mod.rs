@@ -31,11 +31,12 @@ use kafka_proto::messages::txn_offset_commit_request::{
 use kafka_proto::ErrorCode;
 
 mod answers;
+mod calls;
+mod producer;
 #[cfg(test)]
 mod tests;
-mod types;
 
-pub use types::*;
+pub use calls::*;
 // Kept at its old path: a group member hands it to the transaction.
 pub use crate::group::GroupMetadata;
 

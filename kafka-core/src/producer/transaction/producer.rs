@@ -2,8 +2,8 @@
 //! `send_offsets_to_transaction`, `commit_transaction`, `abort_transaction`) and the step that
 //! routes the transaction's requests to its coordinators.
 
-use super::transaction::{TxnRequest, TxnTarget};
-use super::{
+use super::{TxnRequest, TxnTarget};
+use crate::producer::{
     DeliveryError, GroupMetadata, Producer, ProducerEvent, Tag, TopicPartition, TransactionError,
     TxnOffset, TxnToken,
 };
@@ -93,7 +93,7 @@ impl Producer {
     fn txn_call(
         &mut self,
         now: Instant,
-        call: impl FnOnce(&mut super::transaction::Transactions, TxnToken) -> bool,
+        call: impl FnOnce(&mut super::Transactions, TxnToken) -> bool,
     ) -> TxnToken {
         let token = TxnToken(self.next_txn_token);
         self.next_txn_token += 1;
@@ -115,7 +115,7 @@ impl Producer {
     /// A record failed with `error` (`code`: the broker's, for a produced batch): its
     /// transaction can no longer commit. Records failed by the abort itself, or by closing,
     /// change nothing. `sent`: its batch had a sequence.
-    pub(super) fn fail_transaction(
+    pub(in crate::producer) fn fail_transaction(
         &mut self,
         error: &DeliveryError,
         code: Option<ErrorCode>,
@@ -132,14 +132,14 @@ impl Producer {
 
     /// Batches go without waiting for `linger.ms`: a flush, a close, or the end of a
     /// transaction waits for them.
-    pub(super) fn forced(&self) -> bool {
+    pub(in crate::producer) fn forced(&self) -> bool {
         !self.flushes.is_empty()
             || self.closing.is_some()
             || self.txn.as_ref().is_some_and(|t| t.is_ending())
     }
 
     /// Takes up the transaction's producer id, and sends its next requests.
-    pub(super) fn drive_transaction(&mut self, now: Instant) {
+    pub(in crate::producer) fn drive_transaction(&mut self, now: Instant) {
         if self.txn.as_ref().is_some_and(|t| t.is_abortable()) && !self.acc.is_empty() {
             // As Java's sender: records of a transaction that can only abort are never sent
             // (their partitions would never be added); they fail now rather than at their
@@ -240,7 +240,7 @@ impl Producer {
     }
 
     /// Moves the transaction's call results into the producer's events.
-    pub(super) fn take_transaction_results(&mut self) {
+    pub(in crate::producer) fn take_transaction_results(&mut self) {
         while let Some((token, result)) = self.txn.as_mut().and_then(|t| t.poll_result()) {
             self.events
                 .push_back(ProducerEvent::Transaction(token, result));

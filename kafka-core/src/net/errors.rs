@@ -1,90 +1,11 @@
-//! The connection manager's vocabulary: connection ids and purposes, what the adapter must
-//! do (`Transmit`), and how requests end or fail (`NetEvent`, `RequestError`, `SendError`,
-//! `ConnectError`).
+//! How the connection manager's work fails: a request without an answer (`RequestError`), one
+//! that could not be sent (`SendError`), a connection that could not be opened
+//! (`ConnectError`) or authenticated (`AuthError`, with TLS's typed cause `TlsError`).
 
-use bytes::Bytes;
-use kafka_proto::api::ResponseBody;
 use kafka_proto::{DecodeError, NegotiationError};
 
+use super::ConnId;
 use crate::config::HostPort;
-
-/// A broker's node id.
-pub type NodeId = i32;
-
-/// A connection, as numbered by the core. The adapter maps it to a socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ConnId(pub u64);
-
-/// Why a connection to a node exists. The coordinator gets its own, so heartbeats never queue
-/// behind a long-polling fetch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
-pub enum Purpose {
-    /// Produce, fetch, metadata.
-    Data,
-    /// Group coordination.
-    Coordinator,
-    /// An extra connection for producing or fetching (lane 1 and up of
-    /// `connections.per.broker`; lane 0 is the data connection), so a broker that serves each
-    /// connection's requests one at a time serves partitions pinned to different lanes side
-    /// by side.
-    Lane(u8),
-}
-
-/// The connection to its leader that a partition's requests take, of `connections.per.broker`:
-/// always the same one, so its produce requests reach the broker in order (and, with
-/// idempotence, its sequences too), and its fetch session stays on one connection.
-pub(crate) fn lane(partition: i32, lanes: usize) -> usize {
-    partition.unsigned_abs() as usize % lanes.max(1)
-}
-
-impl Purpose {
-    /// The connection of lane `n` of `connections.per.broker`: lane 0 is the data connection
-    /// (which metadata and the rest use too).
-    pub fn lane(n: usize) -> Purpose {
-        match n {
-            0 => Purpose::Data,
-            n => Purpose::Lane(n.min(u8::MAX as usize) as u8),
-        }
-    }
-}
-
-/// What the adapter must do on the network.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Transmit {
-    /// Open a TCP connection (resolving the host) and report back with `handle_connected` or
-    /// `handle_connect_failed`.
-    Connect {
-        /// The connection's id.
-        conn: ConnId,
-        /// Where to.
-        addr: HostPort,
-    },
-    /// Write these bytes, in order, after those sent before on the connection. A request may
-    /// take several: a produce request's large record batches each come in their own, from
-    /// the producer's buffers (a vectored write sends them together without a copy).
-    Send {
-        /// The connection.
-        conn: ConnId,
-        /// The bytes.
-        bytes: Bytes,
-    },
-    /// Close the connection. No `handle_closed` is expected for it.
-    Close {
-        /// The connection.
-        conn: ConnId,
-    },
-}
-
-/// Whether the broker answers a request: every request but a Produce with acks=0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expect {
-    /// A response follows, and with it an event.
-    Response,
-    /// Complete once written (Produce with acks=0): no response, no event.
-    Nothing,
-}
 
 /// Why a request got no response.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -166,42 +87,70 @@ pub enum AuthError {
     },
     /// The TLS handshake failed: an untrusted, expired or misnamed certificate, a refused
     /// client certificate, or a listener that does not speak TLS.
-    #[error("TLS with {addr} failed: {reason}")]
+    #[error("TLS with {addr} failed: {cause}")]
     Tls {
         /// The broker's address.
         addr: HostPort,
-        /// What went wrong, and the fix.
-        reason: String,
+        /// What went wrong; its message says the fix.
+        cause: TlsError,
     },
 }
 
-/// A request's outcome, for the caller that sent it.
-#[derive(Debug, Clone, PartialEq)]
+/// Why TLS with a broker failed, as a program can tell the cases apart (its message names the
+/// setting that fixes each).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum NetEvent<T> {
-    /// The response arrived.
-    Response {
-        /// The connection it came on.
-        conn: ConnId,
-        /// The node, if known.
-        node: Option<NodeId>,
-        /// The caller's tag.
-        tag: T,
-        /// The version the request was sent at.
-        version: i16,
-        /// The response.
-        body: ResponseBody,
+pub enum TlsError {
+    /// The broker's certificate is not signed by a CA the client trusts.
+    #[error(
+        "the broker's certificate is not signed by a trusted CA: set ssl.ca.location to the CA \
+         that signed it"
+    )]
+    UntrustedCertificate,
+    /// The broker's certificate does not name the host connected to.
+    #[error(
+        "the broker's certificate does not name the host connected to: connect by a name the \
+         certificate lists, or set ssl.endpoint.identification.algorithm=none"
+    )]
+    CertificateNameMismatch,
+    /// The broker's certificate has expired.
+    #[error("the broker's certificate has expired: renew it")]
+    CertificateExpired,
+    /// The broker's certificate is not valid yet.
+    #[error("the broker's certificate is not valid yet: check the clocks")]
+    CertificateNotValidYet,
+    /// No wall clock was passed in to judge certificates by.
+    #[error("no wall clock was given to judge certificates by (call handle_wall_clock)")]
+    NoWallClock,
+    /// The broker ended the handshake with an alert (often: it wants a client certificate).
+    #[error(
+        "the broker refused the TLS handshake ({alert}): if it asks for a client certificate, \
+         set ssl.certificate.location and ssl.key.location"
+    )]
+    HandshakeRefused {
+        /// The TLS alert it sent.
+        alert: String,
     },
-    /// It never will.
-    Failed {
-        /// The connection it was sent on.
-        conn: ConnId,
-        /// The node, if known.
-        node: Option<NodeId>,
-        /// The caller's tag.
-        tag: T,
-        /// Why.
-        error: RequestError,
+    /// What came back is not TLS: the listener is PLAINTEXT or SASL_PLAINTEXT.
+    #[error(
+        "the broker does not speak TLS on this port: is the listener PLAINTEXT or \
+         SASL_PLAINTEXT? (see security.protocol)"
+    )]
+    NotTls,
+    /// The host connected to cannot be a TLS server name.
+    #[error("`{host}` is not a valid TLS server name")]
+    InvalidServerName {
+        /// The host.
+        host: String,
+    },
+    /// This build of the client has no TLS (kafka-core's `tls` feature is off).
+    #[error("this build has no TLS (kafka-core's `tls` feature)")]
+    NotBuilt,
+    /// Another failure of the TLS library, in its words.
+    #[error("{message}")]
+    Other {
+        /// rustls's description.
+        message: String,
     },
 }
 
