@@ -367,8 +367,19 @@ fn kafka_an_expired_certificate_is_refused_by_the_wall_clock_input() {
     d.wall_clock = Some(95_617_584_000); // 5000-01-01
     p.send(ProducerRecord::new("t", "v", 0), d.now()).unwrap();
     let events = d.run(&mut p, Duration::from_secs(20), |e| !e.is_empty());
-    let text = format!("{events:?}");
-    assert!(text.contains("has expired"), "{text}");
+    use kafka_core::producer::{Outcome, ProducerEvent};
+    let failed = (events.iter())
+        .find_map(|e| match e {
+            ProducerEvent::Outcome(_, Outcome::Failed { error, .. }) => Some(error.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no failed record in {events:?}"));
+    assert_eq!(
+        tls_cause(&failed),
+        Some(&TlsError::CertificateExpired),
+        "{failed:?}"
+    );
+    assert!(failed.to_string().contains("has expired"), "{failed}");
     let _ = f;
 }
 
