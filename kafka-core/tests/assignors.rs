@@ -3,11 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kafka_core::group::{Assignment, Assignor, Member};
+use kafka_core::group::{Assignment, Assignor, MemberSubscription};
 use proptest::prelude::*;
 
-fn member(id: &str, topics: &[&str]) -> Member {
-    Member {
+fn member(id: &str, topics: &[&str]) -> MemberSubscription {
+    MemberSubscription {
         id: id.into(),
         topics: topics.iter().map(|t| (*t).to_owned()).collect(),
         generation: -1,
@@ -78,7 +78,7 @@ fn names_and_protocols() {
 }
 
 /// Sets each member's owned partitions to what `a` gave it, in `generation`.
-fn own(members: &mut [Member], a: &Assignment, generation: i32) {
+fn own(members: &mut [MemberSubscription], a: &Assignment, generation: i32) {
     for m in members.iter_mut() {
         m.owned = a[&m.id].clone();
         m.generation = generation;
@@ -115,7 +115,7 @@ fn cooperative_sticky_revokes_before_it_reassigns() {
     assert_eq!(third["C"].len(), 2, "the revoked partitions arrive");
 }
 
-fn check_settled(members: &[Member], a: &Assignment, parts: &BTreeMap<String, i32>) {
+fn check_settled(members: &[MemberSubscription], a: &Assignment, parts: &BTreeMap<String, i32>) {
     let all: usize = parts.values().map(|n| *n as usize).sum();
     let assigned: Vec<&(String, i32)> = a.values().flatten().collect();
     let unique: BTreeSet<&(String, i32)> = assigned.iter().copied().collect();

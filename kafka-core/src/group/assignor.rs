@@ -20,7 +20,7 @@ pub use crate::topic::TopicPartition;
 
 /// One group member as the leader sees it (from its JoinGroup subscription).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Member {
+pub struct MemberSubscription {
     /// The member id the coordinator gave it.
     pub id: String,
     /// `group.instance.id`, for static members.
@@ -41,7 +41,11 @@ pub use crate::config::{Assignor, RebalanceProtocol};
 impl Assignor {
     /// Assigns `partitions` (partition count per topic) to `members`. Every member gets an
     /// entry, possibly empty; topics missing from `partitions` are skipped.
-    pub fn assign(self, members: &[Member], partitions: &BTreeMap<String, i32>) -> Assignment {
+    pub fn assign(
+        self,
+        members: &[MemberSubscription],
+        partitions: &BTreeMap<String, i32>,
+    ) -> Assignment {
         let mut out: Assignment = members.iter().map(|m| (m.id.clone(), Vec::new())).collect();
         match self {
             Assignor::Range => range(members, partitions, &mut out),
@@ -56,7 +60,7 @@ impl Assignor {
 }
 
 /// Java's member order: static members first, by instance id; then the rest by member id.
-fn member_order(a: &Member, b: &Member) -> Ordering {
+fn member_order(a: &MemberSubscription, b: &MemberSubscription) -> Ordering {
     match (&a.instance_id, &b.instance_id) {
         (Some(x), Some(y)) => x.cmp(y).then_with(|| a.id.cmp(&b.id)),
         (Some(_), None) => Ordering::Less,
@@ -65,16 +69,16 @@ fn member_order(a: &Member, b: &Member) -> Ordering {
     }
 }
 
-fn sorted(members: &[Member]) -> Vec<&Member> {
-    let mut v: Vec<&Member> = members.iter().collect();
+fn sorted(members: &[MemberSubscription]) -> Vec<&MemberSubscription> {
+    let mut v: Vec<&MemberSubscription> = members.iter().collect();
     v.sort_by(|a, b| member_order(a, b));
     v
 }
 
-fn range(members: &[Member], partitions: &BTreeMap<String, i32>, out: &mut Assignment) {
+fn range(members: &[MemberSubscription], partitions: &BTreeMap<String, i32>, out: &mut Assignment) {
     let members = sorted(members);
     for (topic, &count) in partitions {
-        let subs: Vec<&&Member> = members
+        let subs: Vec<&&MemberSubscription> = members
             .iter()
             .filter(|m| m.topics.contains(topic))
             .collect();
@@ -93,7 +97,11 @@ fn range(members: &[Member], partitions: &BTreeMap<String, i32>, out: &mut Assig
     }
 }
 
-fn round_robin(members: &[Member], partitions: &BTreeMap<String, i32>, out: &mut Assignment) {
+fn round_robin(
+    members: &[MemberSubscription],
+    partitions: &BTreeMap<String, i32>,
+    out: &mut Assignment,
+) {
     let members = sorted(members);
     if members.is_empty() {
         return;
@@ -121,7 +129,7 @@ fn round_robin(members: &[Member], partitions: &BTreeMap<String, i32>, out: &mut
 /// partition that moves from one member to another is withheld this round (its owner revokes
 /// it, and the follow-up rebalance assigns it).
 fn cooperative_sticky(
-    members: &[Member],
+    members: &[MemberSubscription],
     partitions: &BTreeMap<String, i32>,
     out: &mut Assignment,
 ) {
@@ -142,7 +150,7 @@ fn cooperative_sticky(
 /// generation (a member that missed a rebalance still lists partitions it lost); equal claims
 /// are dropped.
 fn current_owners(
-    members: &[Member],
+    members: &[MemberSubscription],
     partitions: &BTreeMap<String, i32>,
 ) -> BTreeMap<TopicPartition, String> {
     let mut best: BTreeMap<TopicPartition, (i32, Option<String>)> = BTreeMap::new();
@@ -171,11 +179,12 @@ fn current_owners(
 /// could take the same partitions, and a partition stays with its owner unless balance needs
 /// it elsewhere.
 fn sticky(
-    members: &[Member],
+    members: &[MemberSubscription],
     partitions: &BTreeMap<String, i32>,
     owners: &BTreeMap<TopicPartition, String>,
 ) -> Assignment {
-    let by_id: BTreeMap<&str, &Member> = members.iter().map(|m| (m.id.as_str(), m)).collect();
+    let by_id: BTreeMap<&str, &MemberSubscription> =
+        members.iter().map(|m| (m.id.as_str(), m)).collect();
     let all: Vec<TopicPartition> = partitions
         .iter()
         .filter(|(t, _)| members.iter().any(|m| m.topics.contains(t)))
@@ -305,6 +314,9 @@ fn sticky(
     }
 }
 
-fn eligible<'a>(members: &'a [Member], tp: &'a TopicPartition) -> impl Iterator<Item = &'a Member> {
+fn eligible<'a>(
+    members: &'a [MemberSubscription],
+    tp: &'a TopicPartition,
+) -> impl Iterator<Item = &'a MemberSubscription> {
     members.iter().filter(move |m| m.topics.contains(&tp.0))
 }

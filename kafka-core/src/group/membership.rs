@@ -19,7 +19,7 @@ use kafka_proto::messages::leave_group_request::{LeaveGroupRequest, MemberIdenti
 use kafka_proto::messages::sync_group_request::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kafka_proto::ErrorCode;
 
-use super::assignor::{Assignor, Member, RebalanceProtocol, TopicPartition};
+use super::assignor::{Assignor, MemberSubscription, RebalanceProtocol, TopicPartition};
 use super::payload;
 use crate::backoff::Backoff;
 use crate::config::{ConsumerConfig, HostPort};
@@ -86,7 +86,7 @@ enum State {
     Joining,
     /// The leader waits for partition counts of these topics.
     Assigning {
-        members: Vec<Member>,
+        members: Vec<MemberSubscription>,
         assignor: Assignor,
     },
     /// SyncGroup to send (`Some`) or in flight (`None`).

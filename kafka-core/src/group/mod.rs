@@ -10,7 +10,12 @@ pub mod membership;
 pub mod offsets;
 pub mod payload;
 
-pub use assignor::{Assignment, Assignor, Member, RebalanceProtocol, TopicPartition};
+pub use assignor::{Assignment, Assignor, MemberSubscription, RebalanceProtocol, TopicPartition};
+
+/// The leader's view of a member for assignment, by its old name (beside `member::Member`,
+/// the membership itself, it read as the same thing).
+#[deprecated(since = "0.1.0", note = "renamed `MemberSubscription`")]
+pub type Member = MemberSubscription;
 
 pub(crate) use crate::coordinator::{find_coordinator_request, found_coordinator};
 

@@ -12,7 +12,7 @@ use kafka_proto::messages::{
 };
 use kafka_proto::{DecodeError, EncodeError};
 
-use super::assignor::{Member, TopicPartition};
+use super::assignor::{MemberSubscription, TopicPartition};
 
 /// The Subscription version we write: v3 (owned partitions, generation, rack), which Java 3.x
 /// and librdkafka read; older readers ignore the fields they do not know.
@@ -57,9 +57,9 @@ pub fn decode_member(
     id: &str,
     instance_id: Option<&str>,
     metadata: &Bytes,
-) -> Result<Member, DecodeError> {
+) -> Result<MemberSubscription, DecodeError> {
     let (_, sub) = ConsumerProtocolSubscription::decode_payload(metadata)?;
-    Ok(Member {
+    Ok(MemberSubscription {
         id: id.to_owned(),
         instance_id: instance_id.map(str::to_owned),
         topics: sub.topics,
