@@ -21,7 +21,7 @@ use std::time::Duration;
 use kafka_core::fetcher::{FetchEvent, StartFrom};
 use kafka_core::net::{ConnId, Output, Transmit};
 use kafka_core::producer::{ProducerRecord, Topic};
-use kafka_core::{ConsumerConfig, Fetcher, Instant, Producer, ProducerConfig};
+use kafka_core::{Consumer, ConsumerConfig, Instant, Producer, ProducerConfig};
 use kafka_sim::{ScriptedBroker, SingleBroker};
 
 fn main() {
@@ -146,7 +146,7 @@ fn read_all(n: usize, next: &mut dyn FnMut() -> Back) -> (usize, usize) {
 /// to `network`.
 fn read_with(n: usize, mut network: impl FnMut(Transmit) -> Back) -> (usize, usize) {
     let cfg = ConsumerConfig::from_map([("bootstrap.servers", "broker:9092")]).unwrap();
-    let mut f = Fetcher::new(cfg);
+    let mut f = Consumer::new(cfg);
     let mut now = Instant::ZERO;
     f.assign([("bench".to_string(), 0)], StartFrom::Earliest, now)
         .unwrap();

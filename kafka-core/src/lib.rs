@@ -10,7 +10,7 @@
 //!   under a connection id the core chose, send bytes on a connection, close one, or a user event.
 //! - **`poll_timeout`** is a pure query: the instant at which to call `handle_timeout` next.
 //! - These network inputs and outputs are the [`net::Machine`] trait's, written once for the
-//!   three clients ([`Producer`], [`Fetcher`], [`Admin`]): bring it into scope to drive one,
+//!   three clients ([`Producer`], [`Consumer`], [`Admin`]): bring it into scope to drive one,
 //!   or write a driver once for all three against it.
 //! - **Randomness** (jitter, bootstrap order, partition choice) comes only from `random.seed`,
 //!   so the same inputs always give byte-identical outputs.
@@ -88,6 +88,8 @@ pub mod topic;
 
 pub use admin::Admin;
 pub use config::{Acks, AdminConfig, ConfigError, ConsumerConfig, ProducerConfig};
+pub use fetcher::Consumer;
+#[allow(deprecated)]
 pub use fetcher::Fetcher;
 pub use kafka_proto as proto;
 pub use producer::Producer;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_core::config::ConsumerConfig;
-use kafka_core::fetcher::{FetchError, FetchEvent, Fetcher, Output, StartFrom};
+use kafka_core::fetcher::{Consumer, FetchError, FetchEvent, Output, StartFrom};
 use kafka_core::net::{ConnId, Transmit};
 use kafka_core::producer::{self, Producer, ProducerEvent, ProducerRecord};
 use kafka_core::{Instant, ProducerConfig};
@@ -34,7 +34,7 @@ fn sim(t: Instant) -> SimTime {
 
 /// Drives a fetcher against brokers made by `connect`, moving virtual time.
 struct Harness {
-    f: Fetcher,
+    f: Consumer,
     now: Instant,
     connect: Box<dyn FnMut() -> ScriptedBroker>,
     brokers: BTreeMap<ConnId, ScriptedBroker>,
@@ -46,7 +46,7 @@ impl Harness {
         let mut map = vec![("bootstrap.servers", "broker:9092")];
         map.extend_from_slice(settings);
         Harness {
-            f: Fetcher::new(ConsumerConfig::from_map(map).unwrap()),
+            f: Consumer::new(ConsumerConfig::from_map(map).unwrap()),
             now: Instant::ZERO,
             connect,
             brokers: BTreeMap::new(),

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kafka_core::config::ConsumerConfig;
-use kafka_core::fetcher::{FetchEvent, Fetcher, StartFrom, SubscribeError};
+use kafka_core::fetcher::{Consumer, FetchEvent, StartFrom, SubscribeError};
 use kafka_core::net::{ConnId, Transmit};
 use kafka_core::producer::{self, ProducerEvent, ProducerRecord};
 use kafka_core::{Instant, Producer, ProducerConfig};
@@ -16,7 +16,7 @@ use kafka_sim::proto::api::RequestBody;
 use kafka_sim::{ScriptedBroker, SimTime, SingleBroker};
 
 struct Harness {
-    f: Fetcher,
+    f: Consumer,
     now: Instant,
     cluster: SingleBroker,
     brokers: BTreeMap<ConnId, ScriptedBroker>,
@@ -51,7 +51,7 @@ impl Harness {
         settings.extend_from_slice(extra);
         let cfg = ConsumerConfig::from_map(settings).unwrap();
         Harness {
-            f: Fetcher::new(cfg),
+            f: Consumer::new(cfg),
             now: Instant::ZERO,
             cluster: cluster.clone(),
             brokers: BTreeMap::new(),

@@ -13,7 +13,7 @@ use std::time::Duration;
 use kafka_core::fetcher::FetchEvent;
 use kafka_core::net::{ConnId, ConnectError, Machine, Output, Transmit};
 use kafka_core::producer::{Outcome, ProducerEvent, ProducerRecord};
-use kafka_core::{ConsumerConfig, Fetcher, Instant, Producer, ProducerConfig};
+use kafka_core::{Consumer, ConsumerConfig, Instant, Producer, ProducerConfig};
 use kafka_sim::{BrokerWrite, ClusterConfig, Delivery, NetConfig, SimCluster, SimNet};
 
 const BOOTSTRAP: &str = "broker-1:9092,broker-2:9092,broker-3:9092";
@@ -93,7 +93,7 @@ fn main() {
         ])
         .unwrap(),
     );
-    let mut consumer = Fetcher::new(
+    let mut consumer = Consumer::new(
         ConsumerConfig::from_map([
             ("bootstrap.servers", BOOTSTRAP),
             ("group.id", "example"),

@@ -8,7 +8,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use kafka_core::fetcher::{self, FetchEvent, Fetcher};
+use kafka_core::fetcher::{self, Consumer, FetchEvent};
 use kafka_core::net::{ConnId, ConnectError, Transmit};
 use kafka_core::producer::{self, Producer, ProducerEvent};
 use kafka_core::Instant;
@@ -72,7 +72,7 @@ macro_rules! machine {
     };
 }
 machine!(Producer, ProducerEvent, producer::Output);
-machine!(Fetcher, FetchEvent, fetcher::Output);
+machine!(Consumer, FetchEvent, fetcher::Output);
 
 /// Owns the sockets and the clock origin.
 pub struct Driver {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use kafka_core::config::ConsumerConfig;
-use kafka_core::fetcher::{FetchEvent, Fetcher, StartFrom};
+use kafka_core::fetcher::{Consumer, FetchEvent, StartFrom};
 use kafka_core::producer::{Outcome, Producer, ProducerEvent, ProducerRecord};
 use kafka_core::ProducerConfig;
 use tests::blocking::Driver;
@@ -68,7 +68,7 @@ fn consume(
     want: usize,
 ) -> Vec<(i32, i64, String, String)> {
     let cfg = ConsumerConfig::from_map([("bootstrap.servers", broker.addr.as_str())]).unwrap();
-    let mut f = Fetcher::new(cfg);
+    let mut f = Consumer::new(cfg);
     let mut d = Driver::default();
     f.assign(
         (0..partitions).map(|p| (topic.to_string(), p)),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use kafka_proto::api::ResponseBody;
 
-use super::{FetchEvent, Fetcher, StartFrom, Tag};
+use super::{Consumer, FetchEvent, StartFrom, Tag};
 use crate::config::{ConsumerConfig, OffsetReset};
 use crate::group::member::Member;
 use crate::group::membership::{GroupEvent, GroupRequest};
@@ -17,7 +17,7 @@ use crate::net::{ConnId, Network, Purpose, SendError};
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 
-/// Why [`Fetcher::subscribe`] or [`Fetcher::assign`] refused. As in the Java client, a
+/// Why [`Consumer::subscribe`] or [`Consumer::assign`] refused. As in the Java client, a
 /// consumer either subscribes (the group decides its partitions) or assigns them itself, never
 /// both: partitions of both kinds would be fetched, committed and revoked under different rules.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,7 +40,7 @@ pub enum SubscribeError {
     InvalidPattern(String),
 }
 
-/// Checks a subscription pattern, as [`Fetcher::subscribe_pattern`] would.
+/// Checks a subscription pattern, as [`Consumer::subscribe_pattern`] would.
 pub fn check_pattern(pattern: &str) -> Result<(), SubscribeError> {
     whole_name_pattern(pattern).map(drop)
 }
@@ -104,7 +104,7 @@ impl Group {
     }
 }
 
-impl Fetcher {
+impl Consumer {
     /// The group metadata a transactional producer commits this consumer's progress with
     /// (`send_offsets_to_transaction`, KIP-447): the group, and the generation and member id
     /// of this member as of its last join (-1 and empty outside group management). `None`
@@ -189,7 +189,7 @@ impl Fetcher {
         self.polled_at(now, now);
     }
 
-    /// As [`Fetcher::polled`], for a poll at `at` (no later than `now`) that is noticed only
+    /// As [`Consumer::polled`], for a poll at `at` (no later than `now`) that is noticed only
     /// now: `max.poll.interval.ms` counts from `at`, so that noticing late never stretches it.
     pub fn polled_at(&mut self, at: Instant, now: Instant) {
         self.metrics.polled(at.min(now));
@@ -329,7 +329,7 @@ impl Fetcher {
         Some(id)
     }
 
-    /// The application finished with a [`FetchEvent::Revoking`] (after [`Fetcher::consumed`]
+    /// The application finished with a [`FetchEvent::Revoking`] (after [`Consumer::consumed`]
     /// reported the last records it took). With `enable.auto.commit`, what was consumed is
     /// committed first, and the rebalance goes on when that commit ends.
     pub fn ack_revocation(&mut self, now: Instant) {

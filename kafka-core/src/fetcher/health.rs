@@ -3,10 +3,10 @@
 //! are down), and a cluster that never answered. Each is reported once per
 //! `default.api.timeout.ms`, naming the last connection problem, and the fetcher keeps trying.
 
-use super::{FetchError, FetchEvent, Fetcher};
+use super::{Consumer, FetchError, FetchEvent};
 use crate::time::Instant;
 
-impl Fetcher {
+impl Consumer {
     /// Whether the consumer has anything to do on the cluster.
     fn has_work(&self) -> bool {
         !self.parts.is_empty() || self.is_group_member()

@@ -13,13 +13,13 @@ use kafka_proto::messages::list_offsets_request::{
 use kafka_proto::messages::list_offsets_response::ListOffsetsResponse;
 use kafka_proto::ErrorCode;
 
-use super::{FetchEvent, Fetcher, Tag};
+use super::{Consumer, FetchEvent, Tag};
 use crate::lookup::{AdminError, OffsetSpec};
 use crate::net::NodeId;
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 
-/// A lookup started with [`Fetcher::lookup_offsets`], named again in its
+/// A lookup started with [`Consumer::lookup_offsets`], named again in its
 /// [`FetchEvent::Offsets`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OffsetsId(pub u64);
@@ -57,7 +57,7 @@ impl Lookups {
     }
 }
 
-impl Fetcher {
+impl Consumer {
     /// Looks up partitions' offsets (the log start, the end, or the first offset at or after
     /// a timestamp, each partition its own) with ListOffsets from their leaders; whether the
     /// consumer reads them or not. [`FetchEvent::Offsets`] reports them, within

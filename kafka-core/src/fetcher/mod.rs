@@ -18,7 +18,7 @@
 //! - One prefetch budget (`queued.max.messages.kbytes`) across all partitions and brokers:
 //!   each Fetch asks for at most the room left (and at most its connection's share of the
 //!   budget, so that no broker starves), and none goes out while it is spent. The
-//!   driver gives bytes back with [`Fetcher::release`] as the application takes records.
+//!   driver gives bytes back with [`Consumer::release`] as the application takes records.
 //!
 //! - `isolation.level=read_committed` skips the batches of aborted transactions (from the
 //!   response's aborted-transaction list up to each ABORT marker) and every control batch.
@@ -140,7 +140,7 @@ pub enum FetchEvent {
         /// The partition's high watermark at the time of the fetch.
         high_watermark: i64,
         /// What these records count against `queued.max.messages.kbytes`: the driver gives
-        /// it back with [`Fetcher::release`] once the application has taken them.
+        /// it back with [`Consumer::release`] once the application has taken them.
         bytes: usize,
     },
     /// The position reached the partition's end: the high watermark, or under read_committed
@@ -158,21 +158,21 @@ pub enum FetchEvent {
     /// from `auto.offset.reset` where none is committed).
     Assigned(Vec<TopicPartition>),
     /// Group: these partitions are being taken away, and fetching them stopped. Commit what
-    /// was consumed, then call [`Fetcher::ack_revocation`] (done for you with
+    /// was consumed, then call [`Consumer::ack_revocation`] (done for you with
     /// `enable.auto.commit`, after its commit).
     Revoking(Vec<TopicPartition>),
     /// Group: these partitions were lost without a clean handover; nothing of them may be
     /// committed.
     Lost(Vec<TopicPartition>),
-    /// A commit asked for with [`Fetcher::commit`] finished.
+    /// A commit asked for with [`Consumer::commit`] finished.
     Committed(CommitId, Result<(), CommitError>),
-    /// A lookup asked for with [`Fetcher::lookup_committed`] finished: each partition's
+    /// A lookup asked for with [`Consumer::lookup_committed`] finished: each partition's
     /// committed offset (`None`: nothing committed).
     CommittedOffsets(
         LookupId,
         Result<Vec<(TopicPartition, Option<i64>)>, CommitError>,
     ),
-    /// A lookup asked for with [`Fetcher::lookup_offsets`] finished: per partition, the
+    /// A lookup asked for with [`Consumer::lookup_offsets`] finished: per partition, the
     /// offset and its record's timestamp (`None`: no record at or after the time asked).
     Offsets(OffsetsId, Result<FoundOffsets, crate::lookup::AdminError>),
     /// The group membership stopped for good (for example FENCED_INSTANCE_ID).
@@ -270,9 +270,10 @@ struct Part {
 }
 
 /// The consumer's state machine: fetching, and (with `group.id`) group membership and
-/// committed offsets.
+/// committed offsets. (Its module keeps the name `fetcher`, for the fetch events and errors
+/// it holds.)
 #[derive(Debug)]
-pub struct Fetcher {
+pub struct Consumer {
     cfg: ConsumerConfig,
     net: Network<Tag>,
     metadata: Metadata,
@@ -306,7 +307,11 @@ pub struct Fetcher {
     fetch_sent: BTreeMap<Lane, Instant>,
 }
 
-/// [`Fetcher::answered`], on the partitions alone (so that the rest of the fetcher stays
+/// The consumer's state machine by its old name (users call it a consumer).
+#[deprecated(since = "0.1.0", note = "renamed `Consumer`")]
+pub type Fetcher = Consumer;
+
+/// [`Consumer::answered`], on the partitions alone (so that the rest of the fetcher stays
 /// free to borrow).
 fn answered<'a>(
     parts: &'a mut BTreeMap<TopicPartition, Part>,
@@ -323,7 +328,7 @@ fn answered<'a>(
 const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;
 
-impl crate::net::Machine for Fetcher {
+impl crate::net::Machine for Consumer {
     type Event = FetchEvent;
     type Tag = Tag;
 
@@ -348,7 +353,7 @@ impl crate::net::Machine for Fetcher {
         self.drive(now);
     }
 
-    /// When to call [`Fetcher::handle_timeout`] next. A pure query.
+    /// When to call [`Consumer::handle_timeout`] next. A pure query.
     fn poll_timeout(&self) -> Option<Instant> {
         let future = |t: Instant| (t > self.now).then_some(t);
         let retries = self
@@ -384,11 +389,11 @@ impl crate::net::Machine for Fetcher {
     }
 }
 
-impl Fetcher {
+impl Consumer {
     /// A fetcher. Nothing connects until partitions are assigned.
     pub fn new(cfg: ConsumerConfig) -> Self {
         let backoff = Backoff::new(cfg.retry_backoff, cfg.retry_backoff_max);
-        Fetcher {
+        Consumer {
             net: Network::new(
                 NetConfig::from_consumer(&cfg),
                 cfg.bootstrap_servers.clone(),
@@ -513,7 +518,7 @@ impl Fetcher {
 
     /// The application met corrupt data at `offset` while reading [`FetchedRecords`] (which
     /// yielded [`FetchError::Corrupt`]): the partition stops there, as when the fetcher finds a
-    /// corrupt batch itself, until a [`Fetcher::seek`]. The driver drops what it still holds
+    /// corrupt batch itself, until a [`Consumer::seek`]. The driver drops what it still holds
     /// of the partition and releases its bytes; a fetch in flight for it is discarded.
     pub fn stop_corrupt(&mut self, topic: &str, partition: i32, offset: i64) {
         if let Some(p) = self.parts.get_mut(&(topic.to_owned(), partition)) {
@@ -522,7 +527,7 @@ impl Fetcher {
         }
     }
 
-    /// Stops fetching a partition until [`Fetcher::resume`].
+    /// Stops fetching a partition until [`Consumer::resume`].
     pub fn pause(&mut self, topic: &str, partition: i32) {
         if let Some(p) = self.parts.get_mut(&(topic.to_owned(), partition)) {
             p.paused = true;

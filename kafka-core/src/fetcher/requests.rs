@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl Fetcher {
+impl Consumer {
     pub(super) fn drive(&mut self, now: Instant) {
         self.now = self.now.max(now);
         let now = self.now;

@@ -8,11 +8,11 @@ use kafka_proto::messages::fetch_response::FetchResponse;
 use kafka_proto::record::{ControlRecordType, RecordBatch, RecordBatches};
 use kafka_proto::ErrorCode;
 
-use super::{FetchError, FetchEvent, FetchedRecords, Fetcher, StartFrom};
+use super::{Consumer, FetchError, FetchEvent, FetchedRecords, StartFrom};
 use crate::config::{IsolationLevel, OffsetReset};
 use crate::time::Instant;
 
-impl Fetcher {
+impl Consumer {
     pub(super) fn on_fetch(
         &mut self,
         tps: Vec<(super::Req, i64)>,

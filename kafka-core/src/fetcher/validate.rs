@@ -11,7 +11,7 @@ use kafka_proto::messages::offset_for_leader_epoch_request::{
 use kafka_proto::messages::offset_for_leader_epoch_response::OffsetForLeaderEpochResponse;
 use kafka_proto::ErrorCode;
 
-use super::{FetchError, FetchEvent, Fetcher, StartFrom, Tag};
+use super::{Consumer, FetchError, FetchEvent, StartFrom, Tag};
 use crate::config::OffsetReset;
 use crate::net::Purpose;
 use crate::time::Instant;
@@ -19,7 +19,7 @@ use crate::time::Instant;
 /// Consumers may ask from OffsetForLeaderEpoch v3 on (v3 added `replica_id`).
 const MIN_VERSION: i16 = 3;
 
-impl Fetcher {
+impl Consumer {
     /// Notes leader epochs that moved on since a position was last checked: a position read in
     /// an older epoch may now be past the end of the new leader's log.
     pub(super) fn check_leader_epochs(&mut self) {

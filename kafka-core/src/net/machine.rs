@@ -17,7 +17,7 @@ pub enum Output<E> {
     Event(E),
 }
 
-/// A sans-IO client (producer, fetcher, admin) as a driver sees it: its network inputs, its
+/// A sans-IO client (producer, consumer, admin) as a driver sees it: its network inputs, its
 /// outputs and its deadline, written once here for the three clients.
 ///
 /// The contract: after every `handle_*` call, drain [`Machine::poll_output`] until `None`, then

@@ -13,7 +13,7 @@ use futures_util::stream::Stream;
 use kafka_core::admin::{AdminError, OffsetSpec};
 use kafka_core::config::{ConfigError, ConsumerConfig};
 use kafka_core::fetcher::{
-    FetchError, FetchEvent, FetchedRecords, Fetcher, StartFrom, SubscribeError,
+    Consumer as CoreConsumer, FetchError, FetchEvent, FetchedRecords, StartFrom, SubscribeError,
 };
 use kafka_core::group::offsets::CommitError;
 use kafka_core::proto::record::Headers;
@@ -327,7 +327,7 @@ impl<R: Runtime> Consumer<R> {
         let auto_commit = config.enable_auto_commit && has_group;
         let shared = Arc::new(HandleShared::default());
         let session = ConsumerSession {
-            core: Fetcher::new(config),
+            core: CoreConsumer::new(config),
             ready: VecDeque::new(),
             waiting: None,
             commits: BTreeMap::new(),

@@ -1,4 +1,4 @@
-//! The consumer's driver session: it owns the core [`Fetcher`], holds fetched events until the
+//! The consumer's driver session: it owns the core consumer ([`kafka_core::Consumer`]), holds fetched events until the
 //! handle asks, answers commits and closes, and drops what it holds of partitions revoked or
 //! lost before the handle can return any more of their records.
 
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures_channel::oneshot;
 use kafka_core::fetcher::OffsetsId;
-use kafka_core::fetcher::{FetchEvent, Fetcher};
+use kafka_core::fetcher::{Consumer as CoreConsumer, FetchEvent};
 use kafka_core::group::offsets::{CommitError, CommitId, LookupId};
 use kafka_core::Instant;
 
@@ -37,7 +37,7 @@ fn event_is_of(e: &FetchEvent, topic: &str, partition: i32) -> bool {
 }
 
 pub(super) struct ConsumerSession {
-    pub(super) core: Fetcher,
+    pub(super) core: CoreConsumer,
     /// Fetched and not yet asked for.
     pub(super) ready: VecDeque<FetchEvent>,
     pub(super) waiting: Option<oneshot::Sender<Handed>>,
@@ -144,9 +144,9 @@ impl ConsumerSession {
 
 impl Session for ConsumerSession {
     type Command = Command;
-    type Core = Fetcher;
+    type Core = CoreConsumer;
 
-    fn with_core<T>(&mut self, f: impl FnOnce(&mut Fetcher) -> T) -> T {
+    fn with_core<T>(&mut self, f: impl FnOnce(&mut CoreConsumer) -> T) -> T {
         f(&mut self.core)
     }
 

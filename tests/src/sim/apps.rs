@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use kafka_core::fetcher::FetchEvent;
 use kafka_core::producer::{DeliveryError, Outcome, ProducerEvent, ProducerRecord, SendError};
-use kafka_core::{ConsumerConfig, Fetcher, Instant, Producer, ProducerConfig};
+use kafka_core::{Consumer, ConsumerConfig, Instant, Producer, ProducerConfig};
 
 use super::check::Failure;
 
@@ -335,7 +335,7 @@ const BURST: u32 = 200;
 /// A consumer-group member.
 pub struct ConsumerApp {
     /// The core consumer.
-    pub fetcher: Fetcher,
+    pub fetcher: Consumer,
     id: usize,
     next_poll: Instant,
     held: usize,
@@ -404,7 +404,7 @@ impl ConsumerApp {
         }
         settings.extend_from_slice(extra);
         let cfg = ConsumerConfig::from_map(settings).expect("valid simulation settings");
-        let mut fetcher = Fetcher::new(cfg);
+        let mut fetcher = Consumer::new(cfg);
         fetcher
             .subscribe(vec!["t".into()], now)
             .expect("the simulation's consumers have a group.id");
