@@ -40,7 +40,7 @@ pub use crate::lookup::{AdminError, OffsetSpec};
 use crate::backoff::Backoff;
 use crate::config::{AdminConfig, HostPort};
 use crate::metadata::broker_addresses;
-use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, SendError};
+use crate::net::{ConnId, NetConfig, NetEvent, Network, NodeId, Purpose, RequestSendError};
 use crate::rng::Rng;
 use crate::time::Instant;
 
@@ -650,7 +650,7 @@ impl Admin {
         };
         match sent {
             Ok(_) => self.ops.get_mut(&id).expect("exists").in_flight = true,
-            Err(SendError::Version(e)) => {
+            Err(RequestSendError::Version(e)) => {
                 let o = self.ops.remove(&id).expect("exists");
                 self.finish(id, o, AdminError::Unsupported(e));
             }

@@ -13,7 +13,7 @@ use crate::group::member::Member;
 use crate::group::membership::{GroupEvent, GroupRequest};
 use crate::group::offsets::{CommitId, LookupId, OffsetEvent, OffsetRequest, Offsets};
 use crate::group::GroupMetadata;
-use crate::net::{ConnId, Network, Purpose, SendError};
+use crate::net::{ConnId, Network, Purpose, RequestSendError};
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 
@@ -457,7 +457,7 @@ impl Consumer {
             if let Some((_, req)) = g.membership.poll_request(now) {
                 match send_group(&mut self.net, &self.cfg, conn, &req, now) {
                     Ok(_) => {}
-                    Err(SendError::Version(_)) => g.membership.handle_unsupported(now),
+                    Err(RequestSendError::Version(_)) => g.membership.handle_unsupported(now),
                     Err(_) => g.membership.handle_failure(now),
                 }
             }
@@ -706,7 +706,7 @@ fn send_group(
     conn: ConnId,
     req: &GroupRequest,
     now: Instant,
-) -> Result<i16, SendError> {
+) -> Result<i16, RequestSendError> {
     match req {
         GroupRequest::FindCoordinator(r) => net.send(conn, r, Tag::Group, now),
         // The coordinator holds a JoinGroup until the group's members have rejoined, for

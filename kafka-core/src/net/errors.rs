@@ -1,5 +1,5 @@
 //! How the connection manager's work fails: a request without an answer (`RequestError`), one
-//! that could not be sent (`SendError`), a connection that could not be opened
+//! that could not be sent (`RequestSendError`), a connection that could not be opened
 //! (`ConnectError`) or authenticated (`AuthError`, with TLS's typed cause `TlsError`).
 
 use kafka_proto::{DecodeError, NegotiationError};
@@ -157,7 +157,7 @@ pub enum TlsError {
 /// Why a request could not be sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum SendError {
+pub enum RequestSendError {
     /// The connection is not ready (check [`Network::ready`] first).
     #[error("connection {0:?} is not ready to send")]
     NotReady(ConnId),

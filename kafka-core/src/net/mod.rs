@@ -64,7 +64,11 @@ use crate::time::Instant;
 pub use config::NetConfig;
 pub use connection::Peer;
 use connection::{Connection, InFlight, State, Tag};
-pub use errors::{AuthError, ConnectError, RequestError, SendError, TlsError};
+pub use errors::{AuthError, ConnectError, RequestError, RequestSendError, TlsError};
+/// [`RequestSendError`] by its old name (the producer's and the driver's `SendError`s are
+/// about records).
+#[deprecated(since = "0.1.0", note = "renamed `RequestSendError`")]
+pub type SendError = RequestSendError;
 pub(crate) use machine::Sealed;
 pub use machine::{Machine, Output};
 use metrics::NetMetrics;
@@ -296,7 +300,7 @@ impl<T> Network<T> {
         request: &R,
         tag: T,
         now: Instant,
-    ) -> Result<i16, SendError> {
+    ) -> Result<i16, RequestSendError> {
         self.send_at_most(
             conn,
             request,
@@ -316,7 +320,7 @@ impl<T> Network<T> {
         tag: T,
         timeout: Duration,
         now: Instant,
-    ) -> Result<i16, SendError> {
+    ) -> Result<i16, RequestSendError> {
         self.send_impl(
             conn,
             request,
@@ -340,7 +344,7 @@ impl<T> Network<T> {
         expect: Expect,
         max_version: i16,
         now: Instant,
-    ) -> Result<i16, SendError> {
+    ) -> Result<i16, RequestSendError> {
         let timeout = self.cfg.request_timeout;
         self.send_impl(conn, request, tag, expect, max_version, timeout, now)
     }
@@ -355,20 +359,22 @@ impl<T> Network<T> {
         max_version: i16,
         timeout: Duration,
         now: Instant,
-    ) -> Result<i16, SendError> {
+    ) -> Result<i16, RequestSendError> {
         let max = self.cfg.max_in_flight;
         let c = self
             .conns
             .get(&conn)
             .filter(|c| c.can_send(max, now))
-            .ok_or(SendError::NotReady(conn))?;
+            .ok_or(RequestSendError::NotReady(conn))?;
         let version = c.versions.negotiate(R::API_KEY)?.min(max_version);
         if version < R::API_KEY.min_version() {
-            return Err(SendError::Version(NegotiationError::NotSupportedByBroker {
-                api: R::API_KEY,
-                ours_min: R::API_KEY.min_version(),
-                ours_max: max_version,
-            }));
+            return Err(RequestSendError::Version(
+                NegotiationError::NotSupportedByBroker {
+                    api: R::API_KEY,
+                    ours_min: R::API_KEY.min_version(),
+                    ours_max: max_version,
+                },
+            ));
         }
         self.write(
             conn,
@@ -407,7 +413,7 @@ impl<T> Network<T> {
         tag: Option<Tag<T>>,
         timeout: Duration,
         now: Instant,
-    ) -> Result<(), SendError> {
+    ) -> Result<(), RequestSendError> {
         let correlation_id = self.next_correlation;
         self.next_correlation = self.next_correlation.wrapping_add(1) & i32::MAX;
         let key = usize::try_from(R::API_KEY.key()).unwrap_or(0);

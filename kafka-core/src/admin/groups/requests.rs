@@ -32,7 +32,7 @@ impl crate::admin::Admin {
                     GroupRequest::DescribeConsumer(r) => {
                         match self.net.send(conn, r, Tag::Op(id), now) {
                             // A broker without KIP-848's describe: the classic one.
-                            Err(crate::admin::SendError::Version(_)) => {
+                            Err(crate::admin::RequestSendError::Version(_)) => {
                                 g.classic = true;
                                 return self.try_send_more(id, now);
                             }
@@ -128,7 +128,7 @@ impl crate::admin::Admin {
         &mut self,
         id: OpId,
         node: Option<NodeId>,
-        sent: Result<i16, crate::admin::SendError>,
+        sent: Result<i16, crate::admin::RequestSendError>,
         now: crate::time::Instant,
     ) {
         match sent {
@@ -142,9 +142,14 @@ impl crate::admin::Admin {
         }
     }
 
-    fn send_failed(&mut self, id: OpId, e: crate::admin::SendError, now: crate::time::Instant) {
+    fn send_failed(
+        &mut self,
+        id: OpId,
+        e: crate::admin::RequestSendError,
+        now: crate::time::Instant,
+    ) {
         match e {
-            crate::admin::SendError::Version(v) => {
+            crate::admin::RequestSendError::Version(v) => {
                 if let Some(o) = self.ops.remove(&id) {
                     self.finish(id, o, AdminError::Unsupported(v));
                 }
