@@ -10,6 +10,7 @@ use kafka_proto::messages::sasl_handshake_request::SaslHandshakeRequest;
 use kafka_proto::ErrorCode;
 
 use super::connection::{State, Tag};
+use super::failure::Closing;
 use super::{stamp, AuthError, ConnId, Network, RequestError};
 use crate::config::SaslMechanism;
 use crate::sasl::{Exchange, OAuthToken};
@@ -45,7 +46,12 @@ impl<T> Network<T> {
             .write(conn, &req, version, Some(Tag::Auth), timeout, now)
             .is_err()
         {
-            self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, true);
+            self.fail_connection(
+                conn,
+                now,
+                |addr| RequestError::Disconnected { addr },
+                Closing::Ours,
+            );
         }
     }
 
@@ -77,7 +83,7 @@ impl<T> Network<T> {
                 conn,
                 now,
                 |addr| RequestError::Disconnected { addr },
-                true,
+                Closing::Ours,
             );
         }
         if let Some(c) = self.conns.get_mut(&conn) {
@@ -263,7 +269,12 @@ impl<T> Network<T> {
         tracing::error!(conn = conn.0, addr = %c.addr, mechanism, error = %e, "authentication failed");
         self.last_problem = stamp(now, e.to_string());
         self.auth_failure = Some(e);
-        self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, true);
+        self.fail_connection(
+            conn,
+            now,
+            |addr| RequestError::Disconnected { addr },
+            Closing::Ours,
+        );
     }
 
     /// Starts re-authenticating ready connections whose session is about to end.

@@ -3,6 +3,14 @@
 
 use super::*;
 
+/// Who ends a connection being dropped: this side (the adapter must close its socket), or
+/// the peer or the socket, which already did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Closing {
+    Ours,
+    AlreadyClosed,
+}
+
 impl<T> Network<T> {
     /// Removes a connection, fails what was in flight, and schedules the reconnect backoff.
     pub(super) fn fail_connection(
@@ -10,9 +18,9 @@ impl<T> Network<T> {
         conn: ConnId,
         now: Instant,
         error: impl Fn(HostPort) -> RequestError,
-        we_close: bool,
+        closing: Closing,
     ) {
-        let Some(c) = self.remove(conn, we_close, now) else {
+        let Some(c) = self.remove(conn, closing, now) else {
             return;
         };
         tracing::info!(
@@ -91,7 +99,7 @@ impl<T> Network<T> {
             .map(|c| c.id)
             .collect();
         for id in lanes {
-            if let Some(c) = self.remove(id, true, now) {
+            if let Some(c) = self.remove(id, Closing::Ours, now) {
                 tracing::debug!(
                     conn = id.0,
                     node,
@@ -106,7 +114,7 @@ impl<T> Network<T> {
     pub(super) fn remove(
         &mut self,
         conn: ConnId,
-        we_close: bool,
+        closing: Closing,
         now: Instant,
     ) -> Option<Connection<T>> {
         let c = self.conns.remove(&conn)?;
@@ -116,7 +124,7 @@ impl<T> Network<T> {
                 self.by_node.remove(&(node, purpose));
             }
         }
-        if we_close {
+        if closing == Closing::Ours {
             self.transmits.push_back(Transmit::Close { conn });
         }
         Some(c)
@@ -130,7 +138,7 @@ impl<T> Network<T> {
             .map(|c| c.id)
             .collect();
         for id in idle {
-            self.remove(id, true, now);
+            self.remove(id, Closing::Ours, now);
         }
     }
 }

@@ -65,6 +65,7 @@ pub use config::NetConfig;
 pub use connection::Peer;
 use connection::{Connection, InFlight, State, Tag};
 pub use errors::{AuthError, ConnectError, RequestError, RequestSendError, TlsError};
+use failure::Closing;
 /// [`RequestSendError`] by its old name (the producer's and the driver's `SendError`s are
 /// about records).
 #[deprecated(since = "0.1.0", note = "renamed `RequestSendError`")]
@@ -593,7 +594,12 @@ impl<T> Network<T> {
             )
             .is_err()
         {
-            self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, true);
+            self.fail_connection(
+                conn,
+                now,
+                |addr| RequestError::Disconnected { addr },
+                Closing::Ours,
+            );
         }
     }
 
@@ -602,7 +608,12 @@ impl<T> Network<T> {
         if let Some(c) = self.conns.get(&conn) {
             self.last_problem = stamp(now, format!("could not connect to {}: {error}", c.addr));
         }
-        self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, false);
+        self.fail_connection(
+            conn,
+            now,
+            |addr| RequestError::Disconnected { addr },
+            Closing::AlreadyClosed,
+        );
     }
 
     /// The peer closed the connection, or the socket failed.
@@ -633,7 +644,12 @@ impl<T> Network<T> {
                 },
             );
         }
-        self.fail_connection(conn, now, |addr| RequestError::Disconnected { addr }, false);
+        self.fail_connection(
+            conn,
+            now,
+            |addr| RequestError::Disconnected { addr },
+            Closing::AlreadyClosed,
+        );
     }
 
     /// The last connection problem seen (a refused connect, a timeout, a server that does not

@@ -1,6 +1,7 @@
 //! Bytes arriving on a connection: framing, the ApiVersions handshake, SASL and responses
 //! matched to their requests, and a malformed answer closing its connection.
 
+use super::failure::Closing;
 use super::*;
 
 impl<T> Network<T> {
@@ -151,7 +152,7 @@ impl<T> Network<T> {
                 conn,
                 now,
                 |addr| RequestError::Handshake { addr, code },
-                true,
+                Closing::Ours,
             );
         }
         if resp.finalized_features_epoch > self.features.0 {
@@ -206,7 +207,7 @@ impl<T> Network<T> {
                 addr,
                 error: error.clone(),
             },
-            true,
+            Closing::Ours,
         );
     }
 }

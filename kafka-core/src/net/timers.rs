@@ -1,6 +1,7 @@
 //! Time on the network: connection setups, requests and idle connections that expire,
 //! throttles that lift, and the next instant any of it is due.
 
+use super::failure::Closing;
 use super::*;
 
 impl<T> Network<T> {
@@ -28,7 +29,12 @@ impl<T> Network<T> {
                             c.addr
                         ),
                     );
-                    self.fail_connection(id, now, |addr| RequestError::Disconnected { addr }, true);
+                    self.fail_connection(
+                        id,
+                        now,
+                        |addr| RequestError::Disconnected { addr },
+                        Closing::Ours,
+                    );
                     continue;
                 }
                 if c.slow_wake.is_some_and(|t| t <= now) {
@@ -57,7 +63,12 @@ impl<T> Network<T> {
                     Peer::Node(n, Purpose::Data | Purpose::Lane(_)) => Some(n),
                     _ => None,
                 };
-                self.fail_connection(id, now, |addr| RequestError::TimedOut { addr }, true);
+                self.fail_connection(
+                    id,
+                    now,
+                    |addr| RequestError::TimedOut { addr },
+                    Closing::Ours,
+                );
                 if let Some(node) = data_node {
                     self.fail_lanes_of(node, now);
                 }
@@ -67,7 +78,7 @@ impl<T> Network<T> {
                 && c.in_flight.is_empty()
                 && c.last_active + self.cfg.max_idle <= now
             {
-                self.remove(id, true, now);
+                self.remove(id, Closing::Ours, now);
                 continue;
             }
             let c = self.conns.get_mut(&id).expect("present");
