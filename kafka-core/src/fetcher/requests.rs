@@ -175,69 +175,19 @@ impl Consumer {
                 .net
                 .version(conn, ApiKey::Fetch)
                 .is_some_and(|v| v >= 7);
-            let plan = self
+            let mut plan = self
                 .sessions
                 .entry(key)
                 .or_default()
                 .prepare(&want, supported);
             // A full fetch names the partitions in the rotated order.
             let send = if plan.incremental {
-                plan.send
+                std::mem::take(&mut plan.send)
             } else {
                 tps.clone()
             };
-            let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
-            for tp in &send {
-                let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
-                let (offset, leader_epoch) = want[tp];
-                topics
-                    .entry(tp.0.clone())
-                    .or_insert_with(|| FetchTopic {
-                        topic: tp.0.clone(),
-                        topic_id,
-                        ..Default::default()
-                    })
-                    .partitions
-                    .push(FetchPartition {
-                        partition: tp.1,
-                        current_leader_epoch: leader_epoch,
-                        fetch_offset: offset,
-                        partition_max_bytes: self.cfg.max_partition_fetch_bytes,
-                        ..Default::default()
-                    });
-            }
-            let mut forgotten: BTreeMap<String, ForgottenTopic> = BTreeMap::new();
-            for tp in &plan.forget {
-                let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
-                forgotten
-                    .entry(tp.0.clone())
-                    .or_insert_with(|| ForgottenTopic {
-                        topic: tp.0.clone(),
-                        topic_id,
-                        ..Default::default()
-                    })
-                    .partitions
-                    .push(tp.1);
-            }
-            let all_ids = topics.values().all(|t| !t.topic_id.is_nil())
-                && forgotten.values().all(|t| !t.topic_id.is_nil())
-                && tps
-                    .iter()
-                    .all(|tp| self.metadata.topic(&tp.0).is_some_and(|t| !t.id.is_nil()));
-            let req = FetchRequest {
-                replica_id: -1,
-                max_wait_ms: self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32,
-                min_bytes: self.cfg.fetch_min_bytes,
-                max_bytes: max_bytes as i32,
-                isolation_level: self.cfg.isolation_level.wire_value(),
-                session_id: plan.session_id,
-                session_epoch: plan.epoch,
-                topics: topics.into_values().collect(),
-                forgotten_topics_data: forgotten.into_values().collect(),
-                ..Default::default()
-            };
-            // Fetch v13+ names topics only by id.
-            let max_version = if all_ids { 18 } else { 12 };
+            let (req, max_version) =
+                self.fetch_request(&send, &plan, &want, &tps, max_bytes as i32);
             let offsets = self
                 .reqs(&tps)
                 .into_iter()
@@ -259,5 +209,70 @@ impl Consumer {
                 self.mark_busy(&tps);
             }
         }
+    }
+
+    /// The Fetch request for one connection: the partitions `send` at their positions in
+    /// `want`, what the session `plan` forgets, and the highest version that may carry it
+    /// (v13+ names topics only by id, so every topic must have one).
+    fn fetch_request(
+        &self,
+        send: &[TopicPartition],
+        plan: &session::Prepared,
+        want: &BTreeMap<TopicPartition, session::FetchState>,
+        tps: &[TopicPartition],
+        max_bytes: i32,
+    ) -> (FetchRequest, i16) {
+        let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
+        for tp in send {
+            let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
+            let (offset, leader_epoch) = want[tp];
+            topics
+                .entry(tp.0.clone())
+                .or_insert_with(|| FetchTopic {
+                    topic: tp.0.clone(),
+                    topic_id,
+                    ..Default::default()
+                })
+                .partitions
+                .push(FetchPartition {
+                    partition: tp.1,
+                    current_leader_epoch: leader_epoch,
+                    fetch_offset: offset,
+                    partition_max_bytes: self.cfg.max_partition_fetch_bytes,
+                    ..Default::default()
+                });
+        }
+        let mut forgotten: BTreeMap<String, ForgottenTopic> = BTreeMap::new();
+        for tp in &plan.forget {
+            let topic_id = self.metadata.topic(&tp.0).map(|t| t.id).unwrap_or_default();
+            forgotten
+                .entry(tp.0.clone())
+                .or_insert_with(|| ForgottenTopic {
+                    topic: tp.0.clone(),
+                    topic_id,
+                    ..Default::default()
+                })
+                .partitions
+                .push(tp.1);
+        }
+        let all_ids = topics.values().all(|t| !t.topic_id.is_nil())
+            && forgotten.values().all(|t| !t.topic_id.is_nil())
+            && tps
+                .iter()
+                .all(|tp| self.metadata.topic(&tp.0).is_some_and(|t| !t.id.is_nil()));
+        let req = FetchRequest {
+            replica_id: -1,
+            max_wait_ms: self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32,
+            min_bytes: self.cfg.fetch_min_bytes,
+            max_bytes,
+            isolation_level: self.cfg.isolation_level.wire_value(),
+            session_id: plan.session_id,
+            session_epoch: plan.epoch,
+            topics: topics.into_values().collect(),
+            forgotten_topics_data: forgotten.into_values().collect(),
+            ..Default::default()
+        };
+        // Fetch v13+ names topics only by id.
+        (req, if all_ids { 18 } else { 12 })
     }
 }
