@@ -322,9 +322,8 @@ impl Offsets {
     /// Commits that cannot be sent now (the consumer is in no generation that may commit)
     /// fail at once, rather than wait.
     pub fn fail_queued_commits(&mut self) {
-        let first = usize::from(self.committing);
-        while self.commits.len() > first {
-            let c = self.commits.remove(first).expect("checked");
+        let first = usize::from(self.committing).min(self.commits.len());
+        for c in self.commits.split_off(first) {
             self.finish(c, Err(CommitError::NotMember));
         }
     }
@@ -361,8 +360,9 @@ impl Offsets {
                 i += 1;
                 continue;
             }
-            let c = self.commits.remove(i).expect("checked");
-            self.finish(c, Err(CommitError::Timeout { last: last.clone() }));
+            if let Some(c) = self.commits.remove(i) {
+                self.finish(c, Err(CommitError::Timeout { last: last.clone() }));
+            }
         }
         let mut kept = VecDeque::new();
         for l in std::mem::take(&mut self.lookups) {
@@ -404,26 +404,24 @@ impl Offsets {
             }
         }
         if !self.committing {
-            if let Some(c) = self.commits.front_mut() {
+            // Taken off the queue while it is looked at, and put back first if it goes.
+            if let Some(mut c) = self.commits.pop_front() {
                 // What an earlier commit already covered need not go again.
                 let committed = &self.committed;
                 c.offsets.retain(|tp, o| committed.get(tp) != Some(o));
                 let Some((generation, member_id)) = generation else {
-                    let c = self.commits.pop_front().expect("checked");
                     self.finish(c, Err(CommitError::NotMember));
                     return self.poll_request(None, now);
                 };
                 if c.offsets.is_empty() {
-                    let c = self.commits.pop_front().expect("checked");
                     self.finish(c, Ok(()));
                     return self.poll_request(Some((generation, member_id)), now);
                 }
                 self.committing = true;
                 self.committing_outside = generation < 0;
-                let c = self.commits.front().expect("checked");
-                return Some(OffsetRequest::Commit(
-                    self.commit_request(c, generation, member_id),
-                ));
+                let req = self.commit_request(&c, generation, member_id);
+                self.commits.push_front(c);
+                return Some(OffsetRequest::Commit(req));
             }
         }
         if self.fetching.is_none() && !self.to_fetch.is_empty() {
