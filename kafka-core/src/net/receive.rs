@@ -49,7 +49,9 @@ impl<T> Network<T> {
             if expected.is_none() || got != expected {
                 return self.malformed(conn, DecodeError::UnexpectedResponse, now);
             }
-            let req = c.in_flight.pop_front().expect("checked");
+            let Some(req) = c.in_flight.pop_front() else {
+                return self.malformed(conn, DecodeError::UnexpectedResponse, now);
+            };
             let latency = now.saturating_duration_since(req.sent);
             tracing::debug!(
                 conn = conn.0,

@@ -530,7 +530,7 @@ impl Accumulator {
             if !out.is_empty() && size + first.size() > max_size {
                 break;
             }
-            let b = q.pop_front().expect("checked");
+            let Some(b) = q.pop_front() else { continue };
             q.hint = u32::try_from(b.records.len()).unwrap_or(u32::MAX);
             let id = q.id;
             size += b.size();

@@ -331,29 +331,26 @@ impl Transactions {
     ) {
         match self.state {
             State::InTransaction if offsets.is_empty() => self.results.push_back((token, Ok(()))),
-            // The same call again after its wait timed out: it takes the queued one over.
-            State::InTransaction
-                if self
-                    .offsets
-                    .iter()
-                    .any(|c| c.offsets == offsets && c.group == group) =>
-            {
-                let call = self
-                    .offsets
-                    .iter_mut()
-                    .find(|c| c.offsets == offsets && c.group == group)
-                    .expect("checked");
-                let old = std::mem::replace(&mut call.token, token);
-                self.results
-                    .push_back((old, Err(TransactionError::TimedOut)));
+            State::InTransaction => {
+                let same =
+                    (self.offsets.iter_mut()).find(|c| c.offsets == offsets && c.group == group);
+                match same {
+                    // The same call again after its wait timed out: it takes the queued one
+                    // over.
+                    Some(call) => {
+                        let old = std::mem::replace(&mut call.token, token);
+                        self.results
+                            .push_back((old, Err(TransactionError::TimedOut)));
+                    }
+                    // Version 2: TxnOffsetCommit adds the group itself.
+                    None => self.offsets.push_back(OffsetsCall {
+                        token,
+                        offsets,
+                        group,
+                        added: self.tv2,
+                    }),
+                }
             }
-            // Version 2: TxnOffsetCommit adds the group itself.
-            State::InTransaction => self.offsets.push_back(OffsetsCall {
-                token,
-                offsets,
-                group,
-                added: self.tv2,
-            }),
             _ => self.refuse(token, "send_offsets_to_transaction"),
         }
     }
