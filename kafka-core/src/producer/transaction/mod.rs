@@ -273,7 +273,7 @@ impl Transactions {
     pub(crate) fn add_partition(&mut self, tp: &(impl AsRef<str>, i32)) {
         if self.tv2 {
             // Version 2: the Produce adds it.
-            self.added.insert(tp, ());
+            self.added.or_insert_with(tp, || ());
         } else if self.added.get(tp).is_none() {
             self.to_add.insert((tp.0.as_ref().to_owned(), tp.1));
         }
