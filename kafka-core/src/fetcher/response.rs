@@ -91,18 +91,16 @@ impl Consumer {
             // read_committed (KIP-98): a producer's transactional batches from the first offset
             // of an aborted transaction on are skipped, until its ABORT marker.
             let read_committed = self.cfg.isolation_level == IsolationLevel::ReadCommitted;
-            let aborted = if read_committed {
+            let aborted = read_committed.then(|| {
                 let all = data.aborted_transactions.iter().flatten();
                 all.map(|a| (a.first_offset, a.producer_id)).collect()
-            } else {
-                Vec::new()
-            };
+            });
             let Walk {
                 runs,
                 position,
                 epoch,
                 corrupt,
-            } = walk(part, raw, from, read_committed.then_some(aborted));
+            } = walk(part, raw, from, aborted);
             part.position = Some(position);
             part.epoch = epoch;
             self.metrics.lag(
@@ -203,8 +201,7 @@ struct Walk {
 /// Walks a partition's batches from `position` on. `aborted` (read_committed only): the
 /// aborted transactions' first offsets and producer ids, whose transactional batches are
 /// skipped until their ABORT markers.
-fn walk(part: &mut Part, raw: Bytes, position: i64, aborted: Option<Vec<(i64, i64)>>) -> Walk {
-    let mut position = position;
+fn walk(part: &mut Part, raw: Bytes, mut position: i64, aborted: Option<Vec<(i64, i64)>>) -> Walk {
     let mut runs: Vec<(i32, i64, Vec<RecordBatch>)> = Vec::new();
     let mut epoch = part.epoch;
     let mut corrupt = None;
