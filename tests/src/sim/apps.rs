@@ -75,6 +75,8 @@ pub struct ProducerApp {
     held: Option<(ProducerRecord, u64)>,
     /// Token -> (record number, size, when the producer took it).
     tokens: BTreeMap<u64, (u64, usize, Instant)>,
+    /// When this producer was stalled (from, until), in order: a timer due meanwhile runs late.
+    pub stalls: Vec<(Instant, Instant)>,
     /// Bytes of records sent and not resolved, counted here (not by the pool).
     unresolved: usize,
     buffer_memory: usize,
@@ -196,6 +198,7 @@ impl ProducerApp {
             },
             held: None,
             tokens: BTreeMap::new(),
+            stalls: Vec::new(),
             unresolved: 0,
             buffer_memory,
             ledger,
@@ -296,6 +299,25 @@ impl ProducerApp {
                         return Err(Failure::new(format!(
                             "producer {}: record {n}, sent at {sent:?}, expired at {now:?}, before its own delivery.timeout.ms ({:?})",
                             self.id, cfg.delivery_timeout
+                        )));
+                    }
+                    // Nor long after: a batch takes records for a twentieth of the timeout (at
+                    // least 100 ms or linger.ms), so its first waits at most that past its own.
+                    // Unless the producer was stalled then (no CPU): it runs its timers when it
+                    // runs again.
+                    let span = (cfg.delivery_timeout / 20)
+                        .max(Duration::from_millis(100))
+                        .max(cfg.linger);
+                    let mut latest = sent + cfg.delivery_timeout + span;
+                    for &(from, until) in &self.stalls {
+                        if from <= latest && latest < until {
+                            latest = until;
+                        }
+                    }
+                    if now > latest {
+                        return Err(Failure::new(format!(
+                            "producer {}: record {n}, sent at {sent:?}, expired at {now:?}, {:?} past its own delivery.timeout.ms ({:?})",
+                            self.id, now - (sent + cfg.delivery_timeout), cfg.delivery_timeout
                         )));
                     }
                 }

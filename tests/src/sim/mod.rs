@@ -235,6 +235,9 @@ impl World {
     /// the brokers answered them).
     pub fn stall(&mut self, i: usize, until: Instant) {
         if self.clients.get(i).is_some_and(Option::is_some) {
+            if let Some(Client::Producer(p)) = &mut self.clients[i] {
+                p.stalls.push((self.now, until));
+            }
             let entry = self.stalled.entry(i).or_insert((until, Vec::new()));
             entry.0 = entry.0.max(until);
             self.note(|| format!("c{i} stalled until {until:?}"));

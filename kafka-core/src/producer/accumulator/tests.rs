@@ -567,3 +567,49 @@ fn a_new_batch_reserves_a_small_block_that_doubles_up_to_batch_size() {
         "partition 1's batch took the record"
     );
 }
+
+/// A batch waiting to be sent takes records for a twentieth of its delivery timeout, not
+/// only 100 ms: when the broker is the bottleneck (keyed over 10,000 partitions of one node),
+/// batches wait seconds for their turn, and a batch closed after 100 ms held 1.5 records
+/// where it could hold 6 (see `open_span`). Past the span it closes, so that its first record
+/// waits at most that past its own deadline.
+#[test]
+fn a_waiting_batch_takes_records_for_a_twentieth_of_the_delivery_timeout() {
+    let mut acc = Accumulator::new(16384, 16384, Duration::ZERO, Compression::None, 1 << 20);
+    let tp = ("t".to_string(), 0);
+    let r = ProducerRecord::new("t", vec![1u8; 100], 0);
+    let timeout = Duration::from_secs(120);
+    let append = |acc: &mut Accumulator, n: u64, at: Instant| {
+        acc.append(tp.1, &r, RecordToken(n), at, at + timeout, Block::Whole)
+            .unwrap()
+            .new_batch
+    };
+    assert!(append(&mut acc, 0, Instant::ZERO));
+    assert!(
+        !append(&mut acc, 1, Instant::from_millis(5_000)),
+        "5 s: still open"
+    );
+    assert!(
+        !append(&mut acc, 2, Instant::from_millis(6_000)),
+        "6 s: the span's end"
+    );
+    assert!(
+        append(&mut acc, 3, Instant::from_millis(6_001)),
+        "past 6 s: a new batch"
+    );
+    let first = drained(&mut acc, &tp);
+    assert_eq!(first.records.len(), 3);
+    assert_eq!(first.deadline, Instant::from_millis(6_000) + timeout);
+
+    // A short timeout still gives 100 ms.
+    let mut acc = Accumulator::new(16384, 16384, Duration::ZERO, Compression::None, 1 << 20);
+    let short = Duration::from_millis(1_500);
+    let append = |acc: &mut Accumulator, n: u64, at: Instant| {
+        acc.append(tp.1, &r, RecordToken(n), at, at + short, Block::Whole)
+            .unwrap()
+            .new_batch
+    };
+    assert!(append(&mut acc, 0, Instant::ZERO));
+    assert!(!append(&mut acc, 1, Instant::from_millis(100)));
+    assert!(append(&mut acc, 2, Instant::from_millis(101)));
+}
