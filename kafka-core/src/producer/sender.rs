@@ -93,6 +93,7 @@ impl Producer {
             return false;
         }
         let force = self.forced();
+        self.acc.promote(now);
         let metadata = &self.metadata;
         let txn = &self.txn;
         let in_flight = &self.in_flight;

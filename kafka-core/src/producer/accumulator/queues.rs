@@ -17,6 +17,8 @@ pub(super) struct Queue {
     pub(super) id: u32,
     /// Bumped whenever its deadline entry in [`Fronts`]' heap goes stale (see there).
     pub(super) generation: u32,
+    /// Bumped whenever its entry among [`Fronts`]' ready times goes stale (see there).
+    pub(super) ready_generation: u32,
     /// How many records the last batch that left it held: a new batch's record list starts
     /// that large, rather than growing (and copying) by doubling on the record path. Per
     /// queue, as partitions differ: a dense topic's full batches would oversize the lists of a
@@ -147,6 +149,7 @@ impl Queues {
                 keys: None,
                 id,
                 generation: 0,
+                ready_generation: 0,
                 hint: 0,
             });
         }
@@ -163,6 +166,13 @@ impl Queues {
     pub(super) fn is_current(&self, id: u32, generation: u32) -> bool {
         let (_, _, q) = self.by_id(id);
         q.keys.is_some() && q.generation == generation
+    }
+
+    /// Whether a ready entry pushed for queue `id` at `generation` is live (see
+    /// [`Queues::is_current`]).
+    pub(super) fn is_ready_current(&self, id: u32, generation: u32) -> bool {
+        let (_, _, q) = self.by_id(id);
+        q.keys.is_some() && q.ready_generation == generation
     }
 
     /// The queue named `id`, with its topic and partition.

@@ -337,6 +337,7 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                     );
                 }
                 5 | 6 => {
+                    acc.promote(now);
                     let (ready, _) = acc.ready(now, false, |_| false);
                     let taken = acc.drain(&ready, 1 + rng.below(2000) as usize);
                     out.extend(taken);
@@ -357,6 +358,9 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                     let tp = (["a", "b"][rng.below(2) as usize].to_owned(), partition);
                     acc.waiting(&[tp]);
                 }
+            }
+            if rng.below(2) == 0 {
+                acc.promote(now);
             }
             let blocked = |tp: &(Topic, i32)| tp.1 % 5 == 0;
             let (ready, next) = acc.ready(now, false, blocked);
@@ -397,6 +401,20 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                 .filter(|e| acc.queues.is_current(e.0 .1, e.0 .2))
                 .count();
             assert_eq!(current, live, "seed {seed} step {step}");
+            // Likewise the ready times: sorted, one current entry per live queue (among them
+            // or among those due), and stale ones bounded.
+            let f = &acc.fronts;
+            assert!(f
+                .ready
+                .iter()
+                .zip(f.ready.iter().skip(1))
+                .all(|(a, b)| a.0 <= b.0));
+            let current = (f.ready.iter().map(|e| (e.1, e.2)))
+                .chain(f.ready_now.iter().copied())
+                .filter(|(id, gen)| acc.queues.is_ready_current(*id, *gen))
+                .count();
+            assert_eq!(current, live, "seed {seed} step {step}: ready entries");
+            assert!(f.ready.len() + f.ready_now.len() <= 2 * live + super::READY_SLACK + 1);
             // Emptied queues stay, each indexed exactly while it holds a batch, and the
             // counts agree.
             for parts in &acc.queues.topics {
