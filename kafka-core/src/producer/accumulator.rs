@@ -18,7 +18,11 @@ pub(crate) use batch::{Batch, BatchData};
 pub(crate) use pool::Pool;
 use queues::Queues;
 
+pub(crate) use filling::record_size;
+use filling::{first_block, open_span, Extended, NewRecord, Room};
+
 mod batch;
+mod filling;
 mod pool;
 mod queues;
 
@@ -123,58 +127,6 @@ const DUE_SLACK: usize = if cfg!(test) { 4 } else { 64 };
 /// partition a slack of 64 cost 50 instructions a record).
 const READY_SLACK: usize = 4;
 
-/// How long a batch takes records after it opened, at least: a twentieth of its first record's
-/// `delivery.timeout.ms` if that is longer, and linger.ms if longer still (see [`open_span`]).
-const OPEN_SPAN: Duration = Duration::from_millis(100);
-
-/// How long a batch opened at `now` by a record due at `deadline` takes records, while it waits
-/// to be sent. A batch's records share its delivery deadline, the latest of theirs (none fails
-/// before its own `delivery.timeout.ms`: records appended 15 s after their batch opened failed
-/// within a second, through a network drop, when a batch kept its first record's), so the
-/// span is how far past its own deadline a first record may wait: at most a twentieth of it
-/// (6 s of the default 2 minutes), or `OPEN_SPAN`, or linger.ms.
-///
-/// Short spans cost the broker dearly when it is the bottleneck: keyed over 10,000 partitions
-/// of one Apache Kafka node, a batch waits seconds for its turn in a request, and closed after
-/// 100 ms it held 1.5 records instead of 6; 300,000 records took 88 s and 3.9 CPU-s with 100
-/// ms spans, 54 s and 1.5 CPU-s with 6 s (`perf produce --keys 100000`, one run each). Java
-/// keeps a batch open until it is sent, and fails its later records before their time.
-fn open_span(now: Instant, deadline: Instant, linger: Duration) -> Duration {
-    (deadline.saturating_duration_since(now) / 20)
-        .max(OPEN_SPAN)
-        .max(linger)
-}
-
-/// The smallest block a new batch reserves (see [`first_block`]).
-const MIN_BLOCK: usize = 1024;
-
-/// The block a new batch reserves: room for as many records like this one as its partition's
-/// last batch held (`hint`), at least `MIN_BLOCK` and at most `batch.size` (or the record's own
-/// size if larger); [`Accumulator::append`] doubles it on demand up to `batch.size`. Not
-/// rounded to a power of two: at 1,000 partitions that slack showed in peak RSS (84 MB
-/// against 68, one run each of `perf produce` on Apache Kafka).
-///
-/// Java reserves a whole `batch.size` block per batch. Keyed over thousands of partitions a
-/// batch holds a few records, so 16 KB blocks for 300-byte batches starved the pool: at
-/// 1,000 partitions `buffer.memory` held 2,000 mostly empty blocks, each send waited for
-/// one, and 1M records into one broker took 87 s instead of 6.
-fn first_block(batch_size: usize, need: usize, hint: usize) -> usize {
-    let records = need - BATCH_HEADER_LEN;
-    let want = BATCH_HEADER_LEN + records.saturating_mul(hint.max(1));
-    if need >= batch_size {
-        return need;
-    }
-    want.max(MIN_BLOCK).min(batch_size)
-}
-
-/// The size a record adds to a batch, an upper bound computed without a builder.
-pub(crate) fn record_size(r: &ProducerRecord) -> usize {
-    let bytes = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len()) + 5;
-    let headers: usize = r.headers.iter().map(|(k, v)| k.len() + 5 + bytes(v)).sum();
-    // length + attributes + timestamp delta + offset delta + header count, all varints at most.
-    5 + 1 + 10 + 5 + 5 + bytes(&r.key) + bytes(&r.value) + headers
-}
-
 impl Accumulator {
     pub fn new(
         batch_size: usize,
@@ -216,7 +168,12 @@ impl Accumulator {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_deref()))
             .collect();
-        let (key, value) = (r.key.as_deref(), r.value.as_deref());
+        let record = NewRecord {
+            r,
+            headers: &headers,
+            token,
+            deadline,
+        };
         let queue = self.queues.or_default(&r.topic, partition);
         let id = queue.id;
         if queue.is_empty() {
@@ -227,70 +184,45 @@ impl Accumulator {
         // Whether the open batch filled up (before this record, which may open the next).
         let mut filled = false;
         if let Some(last) = queue.back_mut() {
-            // A batch takes records for a bounded span (see `open_span`): its records share
-            // its deadline, so the span bounds how long its first one waits past its own.
-            if now > last.open_until {
-                last.closed = true;
-            }
-            if let (false, Some(b)) = (last.closed, last.builder.as_mut()) {
-                loop {
-                    // Stay within the reserved block, and within the batch's target size on
-                    // the wire (`batch.size`, or what it grew to) after the estimated
-                    // compression ratio.
-                    let target = last.reserved.max(self.batch_size);
-                    let by_ratio = (target as f64 / self.ratio) as usize;
-                    let limit = last.reserved.min(by_ratio.max(BATCH_HEADER_LEN));
-                    if let Some(add) = b.append_within(limit, r.timestamp, key, value, &headers) {
-                        last.records.push(RecordMeta {
-                            token,
-                            timestamp: r.timestamp,
-                        });
-                        if deadline > last.deadline {
-                            last.deadline = deadline;
-                        }
-                        if filled {
-                            // The batch is ready now, not when linger.ms has passed.
-                            self.reindex_id(id);
-                        }
-                        return Ok(Appended {
-                            new_batch: false,
-                            filled,
-                            bytes: add,
-                        });
+            let mut room = Room {
+                pool: &mut self.pool,
+                grow_caps: &self.grow_caps,
+                grow_to: self.grow_to,
+                batch_size: self.batch_size,
+                ratio: self.ratio,
+            };
+            match room.extend(last, &record, now, behind) {
+                Extended::Appended { bytes, filled } => {
+                    if filled {
+                        // The batch is ready now, not when linger.ms has passed.
+                        self.reindex_id(id);
                     }
-                    // Below `batch.size`, its block doubles while memory allows (see
-                    // `first_block`); only a batch that cannot is full.
-                    if !last.full && last.reserved < self.batch_size {
-                        let more = last.reserved.min(self.batch_size - last.reserved);
-                        if self.pool.try_take(more) {
-                            last.reserved += more;
-                            b.reserve(last.reserved.saturating_sub(b.size()));
-                            continue;
-                        }
-                    }
-                    // Full: ready now. It takes more records only while it waits to be sent.
-                    filled |= !last.full;
-                    last.full = true;
-                    let grow = if behind || last.waited {
-                        let cap = self.grow_caps.get(r.topic.as_str()).copied();
-                        let grow_to = cap.unwrap_or(self.grow_to);
-                        Self::grow(&mut self.pool, self.batch_size, grow_to, last.reserved)
-                    } else {
-                        None
-                    };
-                    match grow {
-                        Some(more) => {
-                            last.reserved += more;
-                            b.reserve(more);
-                        }
-                        None => {
-                            last.closed = true;
-                            break;
-                        }
-                    }
+                    return Ok(Appended {
+                        new_batch: false,
+                        filled,
+                        bytes,
+                    });
                 }
+                Extended::Closed { filled: f } => filled = f,
             }
         }
+        self.open_batch(id, partition, &record, now, fit, filled)
+    }
+
+    /// Opens a batch for `record` behind the others of queue `id` (whose last one, if any, is
+    /// closed; `filled`: it just filled up).
+    #[inline]
+    fn open_batch(
+        &mut self,
+        id: u32,
+        partition: i32,
+        record: &NewRecord<'_>,
+        now: Instant,
+        fit: Block,
+        filled: bool,
+    ) -> Result<Appended, NoMemory> {
+        let r = record.r;
+        let queue = self.queues.by_id_mut(id);
         // The batch before, just closed, or the last one sent (see `Queue::hint`).
         let hint = (queue.back().map(|b| b.records.len()))
             .unwrap_or(0)
@@ -325,9 +257,12 @@ impl Accumulator {
             _ => BatchBuilder::new(self.compression, block - BATCH_HEADER_LEN),
         };
         let before = b.size();
-        b.append(r.timestamp, key, value, &headers);
+        let (key, value) = (r.key.as_deref(), r.value.as_deref());
+        b.append(r.timestamp, key, value, record.headers);
         let bytes = b.size() - before;
         self.next_id += 1;
+        let deadline = record.deadline;
+        let queue = self.queues.by_id_mut(id);
         queue.push_back(Box::new(BatchData {
             id: self.next_id,
             tp: (r.topic.clone(), partition),
@@ -336,7 +271,7 @@ impl Accumulator {
             records: {
                 let mut v = Vec::with_capacity(hint.max(4));
                 v.push(RecordMeta {
-                    token,
+                    token: record.token,
                     timestamp: r.timestamp,
                 });
                 v

@@ -1,5 +1,6 @@
 //! The accumulator's unit tests: memory, readiness and draining.
 
+use super::filling::MIN_BLOCK;
 use super::*;
 use kafka_proto::record::BatchMeta;
 
