@@ -3,6 +3,7 @@
 //! request per leader connection at a time up to its in-flight limit.
 
 use super::*;
+use bytes::Bytes;
 
 impl Producer {
     /// The main step: handle what the network reported, then expire, refresh and send.
@@ -221,45 +222,16 @@ impl Producer {
         // batch's topic name into a map key.
         let mut topics: Vec<TopicProduceData> = Vec::new();
         for b in &mut batches {
-            let (mut base_sequence, mut batch_epoch) = (-1, epoch);
-            if self.cfg.enable_idempotence {
-                (batch_epoch, base_sequence) =
-                    self.idem.assign(&b.tp, b.base_sequence, b.records.len());
-            }
-            let uncompressed = b.size();
-            let first = b.sealed.is_none();
-            let bytes = b.seal(&BatchMeta {
-                producer_id: pid,
-                producer_epoch: batch_epoch,
-                base_sequence,
-                transactional: self.txn.is_some(),
-                ..BatchMeta::default()
-            });
-            if first {
-                self.acc.observe_ratio(uncompressed, bytes.len());
-            }
-            let first = first.then(|| FirstSend {
-                uncompressed,
-                queue_ms: now.saturating_duration_since(b.created).as_secs_f64() * 1e3,
-            });
-            let sent = BatchSent {
-                topic: &b.tp.0,
-                records: b.records.len(),
-                bytes: bytes.len(),
-                first,
-            };
-            self.metrics.batch_sent(sent, now);
-            let topic_id = self
-                .metadata
-                .topic(&b.tp.0)
-                .map(|t| t.id)
-                .unwrap_or_default();
+            let bytes = self.seal_for_request(b, (pid, epoch), now);
             let at = match topics
                 .iter()
                 .rposition(|t| t.name.as_str() == b.tp.0.as_str())
             {
                 Some(at) => at,
                 None => {
+                    let topic_id = (self.metadata.topic(&b.tp.0))
+                        .map(|t| t.id)
+                        .unwrap_or_default();
                     topics.push(TopicProduceData {
                         name: b.tp.0.to_string(),
                         topic_id,
@@ -327,6 +299,41 @@ impl Producer {
             }
         }
         true
+    }
+
+    /// A batch's bytes for a Produce request: its sequence under the producer id and epoch
+    /// (with idempotence), sealed on its first send (learning the compression ratio), and
+    /// counted in the metrics.
+    fn seal_for_request(&mut self, b: &mut Batch, (pid, epoch): (i64, i16), now: Instant) -> Bytes {
+        let (mut base_sequence, mut batch_epoch) = (-1, epoch);
+        if self.cfg.enable_idempotence {
+            (batch_epoch, base_sequence) =
+                self.idem.assign(&b.tp, b.base_sequence, b.records.len());
+        }
+        let uncompressed = b.size();
+        let first = b.sealed.is_none();
+        let bytes = b.seal(&BatchMeta {
+            producer_id: pid,
+            producer_epoch: batch_epoch,
+            base_sequence,
+            transactional: self.txn.is_some(),
+            ..BatchMeta::default()
+        });
+        if first {
+            self.acc.observe_ratio(uncompressed, bytes.len());
+        }
+        let first = first.then(|| FirstSend {
+            uncompressed,
+            queue_ms: now.saturating_duration_since(b.created).as_secs_f64() * 1e3,
+        });
+        let sent = BatchSent {
+            topic: &b.tp.0,
+            records: b.records.len(),
+            bytes: bytes.len(),
+            first,
+        };
+        self.metrics.batch_sent(sent, now);
+        bytes
     }
 
     fn on_net_event(&mut self, e: NetEvent<Tag>, now: Instant) {
