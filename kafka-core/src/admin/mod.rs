@@ -576,31 +576,7 @@ impl Admin {
                 let Some(conn) = self.controller_conn(now) else {
                     return;
                 };
-                let req = CreateTopicsRequest {
-                    topics: topics
-                        .iter()
-                        .filter(|t| open(&t.name))
-                        .map(|t| CreatableTopic {
-                            name: t.name.clone(),
-                            num_partitions: t.partitions,
-                            replication_factor: t.replication_factor,
-                            assignments: Vec::new(),
-                            configs: t
-                                .configs
-                                .iter()
-                                .map(|(k, v)| CreatableTopicConfig {
-                                    name: k.clone(),
-                                    value: Some(v.clone()),
-                                    ..Default::default()
-                                })
-                                .collect(),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    timeout_ms,
-                    validate_only: false,
-                    ..Default::default()
-                };
+                let req = create_topics_request(&topics, open, timeout_ms);
                 self.net.send(conn, &req, Tag::Op(id), now)
             }
             Kind::ListGroups(_) | Kind::Group(_) | Kind::ListOffsets(_) => return,
@@ -608,21 +584,7 @@ impl Admin {
                 let Some(conn) = self.controller_conn(now) else {
                     return;
                 };
-                let req = CreatePartitionsRequest {
-                    topics: topics
-                        .iter()
-                        .filter(|t| open(&t.0))
-                        .map(|(name, count)| CreatePartitionsTopic {
-                            name: name.clone(),
-                            count: *count,
-                            assignments: None,
-                            ..Default::default()
-                        })
-                        .collect(),
-                    timeout_ms,
-                    validate_only: false,
-                    ..Default::default()
-                };
+                let req = create_partitions_request(&topics, open, timeout_ms);
                 self.net.send(conn, &req, Tag::Op(id), now)
             }
             Kind::Delete(names, timeout_ms) => {
@@ -630,21 +592,7 @@ impl Admin {
                     return;
                 };
                 let names: Vec<String> = names.into_iter().filter(open).collect();
-                // v6 names topics in `topics`, older versions in `topic_names`; the encoder
-                // writes whichever the negotiated version has.
-                let req = DeleteTopicsRequest {
-                    topics: names
-                        .iter()
-                        .map(|n| DeleteTopicState {
-                            name: Some(n.clone()),
-                            topic_id: Uuid::nil(),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    topic_names: names,
-                    timeout_ms,
-                    ..Default::default()
-                };
+                let req = delete_topics_request(names, timeout_ms);
                 self.net.send(conn, &req, Tag::Op(id), now)
             }
         };
@@ -715,6 +663,75 @@ fn metadata_request(topics: Option<Vec<String>>) -> MetadataRequest {
                 .collect()
         }),
         allow_auto_topic_creation: false,
+        ..Default::default()
+    }
+}
+
+/// CreateTopics for the topics `open` still names (not yet answered).
+fn create_topics_request(
+    topics: &[NewTopic],
+    open: impl Fn(&String) -> bool,
+    timeout_ms: i32,
+) -> CreateTopicsRequest {
+    CreateTopicsRequest {
+        topics: (topics.iter())
+            .filter(|t| open(&t.name))
+            .map(|t| CreatableTopic {
+                name: t.name.clone(),
+                num_partitions: t.partitions,
+                replication_factor: t.replication_factor,
+                assignments: Vec::new(),
+                configs: (t.configs.iter())
+                    .map(|(k, v)| CreatableTopicConfig {
+                        name: k.clone(),
+                        value: Some(v.clone()),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms,
+        validate_only: false,
+        ..Default::default()
+    }
+}
+
+/// CreatePartitions for the topics `open` still names.
+fn create_partitions_request(
+    topics: &[(String, i32)],
+    open: impl Fn(&String) -> bool,
+    timeout_ms: i32,
+) -> CreatePartitionsRequest {
+    CreatePartitionsRequest {
+        topics: (topics.iter())
+            .filter(|t| open(&t.0))
+            .map(|(name, count)| CreatePartitionsTopic {
+                name: name.clone(),
+                count: *count,
+                assignments: None,
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms,
+        validate_only: false,
+        ..Default::default()
+    }
+}
+
+/// DeleteTopics by name. v6 names topics in `topics`, older versions in `topic_names`; the
+/// encoder writes whichever the negotiated version has.
+fn delete_topics_request(names: Vec<String>, timeout_ms: i32) -> DeleteTopicsRequest {
+    DeleteTopicsRequest {
+        topics: (names.iter())
+            .map(|n| DeleteTopicState {
+                name: Some(n.clone()),
+                topic_id: Uuid::nil(),
+                ..Default::default()
+            })
+            .collect(),
+        topic_names: names,
+        timeout_ms,
         ..Default::default()
     }
 }
