@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kafka_proto::messages::metadata_request::{MetadataRequest, MetadataRequestTopic};
-use kafka_proto::messages::metadata_response::MetadataResponse;
+use kafka_proto::messages::metadata_response::{MetadataResponse, MetadataResponseTopic};
 use kafka_proto::ErrorCode;
 use uuid::Uuid;
 
@@ -309,56 +309,12 @@ impl Metadata {
                     continue;
                 }
             }
-            let mut partitions: Vec<(i32, PartitionInfo)> = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    (
-                        p.partition_index,
-                        PartitionInfo {
-                            leader: (p.leader_id >= 0).then_some(p.leader_id),
-                            leader_epoch: p.leader_epoch,
-                            replicas: p.replica_nodes.clone(),
-                            isr: p.isr_nodes.clone(),
-                            error: ErrorCode::from_code(p.error_code),
-                        },
-                    )
-                })
-                .collect();
-            partitions.sort_by_key(|p| p.0);
-            if partitions.iter().enumerate().any(|(i, p)| p.0 != i as i32) {
+            let Some(new) = topic_info(t) else {
                 // Gaps in partition numbering: incomplete metadata, ask again.
                 self.update_requested = true;
                 continue;
-            }
-            let new = TopicInfo {
-                id: t.topic_id,
-                partitions: partitions.into_iter().map(|p| p.1).collect(),
             };
-            match self.topics.get_mut(&name) {
-                Some(old) if !old.id.is_nil() && !new.id.is_nil() && old.id != new.id => {
-                    update.recreated.push(name.clone());
-                    *old = new;
-                }
-                Some(old) => {
-                    for (i, p) in new.partitions.into_iter().enumerate() {
-                        match old.partitions.get_mut(i) {
-                            Some(o) if p.leader_epoch >= 0 && p.leader_epoch < o.leader_epoch => {
-                                update.stale_partitions += 1;
-                                self.update_requested = true;
-                            }
-                            Some(o) => *o = p,
-                            None => old.partitions.push(p),
-                        }
-                    }
-                    if !new.id.is_nil() {
-                        old.id = new.id;
-                    }
-                }
-                None => {
-                    self.topics.insert(name, new);
-                }
-            }
+            self.merge(name, new, &mut update);
         }
         // Fatal errors are reported once; those topics stop asking for refreshes.
         for (t, _) in &update.topic_errors {
@@ -367,6 +323,36 @@ impl Metadata {
             }
         }
         update
+    }
+
+    /// Takes a topic's new partition metadata: all of it when the topic is new or was
+    /// recreated (a new id), else partition by partition, keeping what is newer than it (a
+    /// lagging broker's older leader epochs; counted, and asked again).
+    fn merge(&mut self, name: String, new: TopicInfo, update: &mut MetadataUpdate) {
+        match self.topics.get_mut(&name) {
+            Some(old) if !old.id.is_nil() && !new.id.is_nil() && old.id != new.id => {
+                update.recreated.push(name);
+                *old = new;
+            }
+            Some(old) => {
+                for (i, p) in new.partitions.into_iter().enumerate() {
+                    match old.partitions.get_mut(i) {
+                        Some(o) if p.leader_epoch >= 0 && p.leader_epoch < o.leader_epoch => {
+                            update.stale_partitions += 1;
+                            self.update_requested = true;
+                        }
+                        Some(o) => *o = p,
+                        None => old.partitions.push(p),
+                    }
+                }
+                if !new.id.is_nil() {
+                    old.id = new.id;
+                }
+            }
+            None => {
+                self.topics.insert(name, new);
+            }
+        }
     }
 
     /// Applies a KIP-951 leader hint from a Produce or Fetch error response, unless it is older
@@ -445,6 +431,33 @@ pub(crate) fn broker_addresses(
     resp.brokers.iter().filter_map(|b| {
         let port = u16::try_from(b.port).ok()?;
         Some((b.node_id, HostPort::new(b.host.clone(), port)))
+    })
+}
+
+/// A topic's partitions from a Metadata response, by partition number; `None` when the
+/// numbering has gaps (incomplete metadata).
+fn topic_info(t: &MetadataResponseTopic) -> Option<TopicInfo> {
+    let mut partitions: Vec<(i32, PartitionInfo)> = (t.partitions.iter())
+        .map(|p| {
+            (
+                p.partition_index,
+                PartitionInfo {
+                    leader: (p.leader_id >= 0).then_some(p.leader_id),
+                    leader_epoch: p.leader_epoch,
+                    replicas: p.replica_nodes.clone(),
+                    isr: p.isr_nodes.clone(),
+                    error: ErrorCode::from_code(p.error_code),
+                },
+            )
+        })
+        .collect();
+    partitions.sort_by_key(|p| p.0);
+    if partitions.iter().enumerate().any(|(i, p)| p.0 != i as i32) {
+        return None;
+    }
+    Some(TopicInfo {
+        id: t.topic_id,
+        partitions: partitions.into_iter().map(|p| p.1).collect(),
     })
 }
 
