@@ -83,94 +83,93 @@ impl Producer {
             e if self.txn.is_some() && ends_transaction(e) => {
                 self.fail_batch(b, DeliveryError::Broker(e), false);
             }
-            // The broker already has these records from an earlier attempt.
             // Too large for the broker: send it as two halves (they keep the sequence
             // range), down to single records, which then fail.
-            ErrorCode::MessageTooLarge if b.records.len() > 1 => {
-                self.acc.cap_growth(&b.tp.0, b.size());
-                match self.acc.split(b) {
-                    Ok([first, second]) => {
-                        self.acc.reenqueue(second);
-                        self.acc.reenqueue(first);
-                    }
-                    Err(b) => {
-                        self.fail_batch(b, DeliveryError::Broker(ErrorCode::MessageTooLarge), false)
-                    }
-                }
-            }
+            ErrorCode::MessageTooLarge if b.records.len() > 1 => self.split_or_fail(b),
+            // The broker already has these records from an earlier attempt.
             ErrorCode::DuplicateSequenceNumber => {
                 self.idem.acknowledge(&b);
                 self.complete(b, None, -1)
             }
-            // The broker has no state for this producer, but its log start offset is unknown:
-            // it may simply be catching up. Retry as is.
-            ErrorCode::UnknownProducerId if p.log_start_offset == -1 => {
-                self.retry_or_fail(
-                    b,
-                    DeliveryError::Broker(ErrorCode::UnknownProducerId),
-                    now,
-                    false,
-                );
-            }
-            // Refused even at sequence 0: the broker does not know the producer id at all
-            // (it lost every state, as Tansu does on restart); Kafka would accept a fresh
-            // start. Only a new producer id helps.
-            ErrorCode::UnknownProducerId if b.base_sequence == 0 => {
-                self.idem.unknown = true;
-                self.retry_or_fail(
-                    b,
-                    DeliveryError::Broker(ErrorCode::UnknownProducerId),
-                    now,
-                    false,
-                );
-            }
-            // The broker lost this producer's state (retention removed it, or a broker
-            // that keeps producer ids in memory restarted): start the partition over
-            // under a new epoch (KIP-360) and resend. An attempt whose answer was lost
-            // stays unresolved: it may have been written before the state went (found by
-            // the simulation with brokers that forget producer ids, seed 304: a record
-            // written twice), so it fails as possibly sent rather than renumbered.
-            ErrorCode::UnknownProducerId => {
-                self.request_bump(&b.tp);
-                self.retry_or_fail(
-                    b,
-                    DeliveryError::Broker(ErrorCode::UnknownProducerId),
-                    now,
-                    false,
-                );
-            }
+            ErrorCode::UnknownProducerId => self.on_unknown_producer(b, p, now),
             ErrorCode::OutOfOrderSequenceNumber if self.cfg.enable_idempotence => {
                 self.on_out_of_order(b, now);
             }
-            e => {
-                if p.current_leader.leader_id >= 0 {
-                    let (leader, epoch) =
-                        (p.current_leader.leader_id, p.current_leader.leader_epoch);
-                    let addr = endpoints.get(&leader).cloned();
-                    if self
-                        .metadata
-                        .apply_leader_hint(&b.tp.0, b.tp.1, leader, epoch, addr)
-                    {
-                        self.net.update_nodes(self.metadata.nodes(), now);
-                    }
-                } else if is_leadership_error(e) {
-                    self.metadata.request_update();
-                }
-                // With acks=all the leader may have appended the batch and lost its
-                // leadership while waiting for the followers: Kafka then answers
-                // NOT_LEADER_OR_FOLLOWER, and the new leader may hold the batch (found by
-                // the simulation, seed 66152: a record failed as never written while it
-                // was in the log). Before an append the same code is a refusal, but the
-                // client cannot tell the two apart.
-                let written = may_be_written(e)
-                    || (e == ErrorCode::NotLeaderOrFollower
-                        && self.cfg.acks == crate::config::Acks::All);
-                if e.is_retriable() {
-                    self.retry_or_fail(b, DeliveryError::Broker(e), now, written);
-                } else {
-                    self.fail_batch(b, DeliveryError::Broker(e), written);
-                }
+            e => self.on_other_error(b, e, p, endpoints, now),
+        }
+    }
+
+    /// A batch too large for the broker, in two halves (see [`Accumulator::split`]), or
+    /// failed when it cannot be split.
+    fn split_or_fail(&mut self, b: Batch) {
+        self.acc.cap_growth(&b.tp.0, b.size());
+        match self.acc.split(b) {
+            Ok([first, second]) => {
+                self.acc.reenqueue(second);
+                self.acc.reenqueue(first);
             }
+            Err(b) => self.fail_batch(b, DeliveryError::Broker(ErrorCode::MessageTooLarge), false),
+        }
+    }
+
+    /// UNKNOWN_PRODUCER_ID for a batch: retried as is, under a new producer id, or under a
+    /// new epoch, as the response and the batch's sequence say.
+    fn on_unknown_producer(&mut self, b: Batch, p: &PartitionProduceResponse, now: Instant) {
+        if p.log_start_offset == -1 {
+            // The broker has no state for this producer, but its log start offset is
+            // unknown: it may simply be catching up. Retry as is.
+        } else if b.base_sequence == 0 {
+            // Refused even at sequence 0: the broker does not know the producer id at all
+            // (it lost every state, as Tansu does on restart); Kafka would accept a fresh
+            // start. Only a new producer id helps.
+            self.idem.unknown = true;
+        } else {
+            // The broker lost this producer's state (retention removed it, or a broker that
+            // keeps producer ids in memory restarted): start the partition over under a new
+            // epoch (KIP-360) and resend. An attempt whose answer was lost stays unresolved:
+            // it may have been written before the state went (found by the simulation with
+            // brokers that forget producer ids, seed 304: a record written twice), so it
+            // fails as possibly sent rather than renumbered.
+            self.request_bump(&b.tp);
+        }
+        let error = DeliveryError::Broker(ErrorCode::UnknownProducerId);
+        self.retry_or_fail(b, error, now, false);
+    }
+
+    /// Any other error for a batch: the leader hint or a metadata refresh first, then retried
+    /// if retriable, else failed, saying whether it may have been written.
+    fn on_other_error(
+        &mut self,
+        b: Batch,
+        e: ErrorCode,
+        p: &PartitionProduceResponse,
+        endpoints: &BTreeMap<i32, HostPort>,
+        now: Instant,
+    ) {
+        if p.current_leader.leader_id >= 0 {
+            let (leader, epoch) = (p.current_leader.leader_id, p.current_leader.leader_epoch);
+            let addr = endpoints.get(&leader).cloned();
+            if self
+                .metadata
+                .apply_leader_hint(&b.tp.0, b.tp.1, leader, epoch, addr)
+            {
+                self.net.update_nodes(self.metadata.nodes(), now);
+            }
+        } else if is_leadership_error(e) {
+            self.metadata.request_update();
+        }
+        // With acks=all the leader may have appended the batch and lost its
+        // leadership while waiting for the followers: Kafka then answers
+        // NOT_LEADER_OR_FOLLOWER, and the new leader may hold the batch (found by
+        // the simulation, seed 66152: a record failed as never written while it
+        // was in the log). Before an append the same code is a refusal, but the
+        // client cannot tell the two apart.
+        let written = may_be_written(e)
+            || (e == ErrorCode::NotLeaderOrFollower && self.cfg.acks == crate::config::Acks::All);
+        if e.is_retriable() {
+            self.retry_or_fail(b, DeliveryError::Broker(e), now, written);
+        } else {
+            self.fail_batch(b, DeliveryError::Broker(e), written);
         }
     }
 
