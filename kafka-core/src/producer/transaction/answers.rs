@@ -5,11 +5,14 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kafka_proto::api::ResponseBody;
+use kafka_proto::messages::add_partitions_to_txn_response::AddPartitionsToTxnResponse;
 use kafka_proto::messages::find_coordinator_response::FindCoordinatorResponse;
+use kafka_proto::messages::txn_offset_commit_response::TxnOffsetCommitResponse;
 use kafka_proto::ErrorCode;
 
 use super::{Pending, State, TransactionError, Transactions, GROUP_KEY, TRANSACTION_KEY};
 use crate::time::Instant;
+use crate::topic::TopicPartition;
 
 /// How soon a request the coordinator answered CONCURRENT_TRANSACTIONS is tried again: the
 /// transaction before is being completed, which takes a few milliseconds (as Java's 20 ms).
@@ -30,37 +33,7 @@ impl Transactions {
                 }
             }
             (Pending::Add(parts), ResponseBody::AddPartitionsToTxn(r)) => {
-                let mut error = None;
-                let mut answered = BTreeSet::new();
-                for topic in &r.results_by_topic_v3_and_below {
-                    for p in &topic.results_by_partition {
-                        let tp = (topic.name.clone(), p.partition_index);
-                        match ErrorCode::from_code(p.partition_error_code) {
-                            None if parts.contains(&tp) => {
-                                answered.insert(tp.clone());
-                                self.added.insert(&tp, ());
-                                self.in_coordinator = true;
-                            }
-                            None => {}
-                            // OPERATION_NOT_ATTEMPTED: another partition's error stopped it.
-                            Some(ErrorCode::OperationNotAttempted) => {}
-                            Some(e) => error = error.or(Some(e)),
-                        }
-                    }
-                }
-                // The rest go again, unless the error ends the transaction; not while
-                // aborting: their records were failed unsent (found by the transaction
-                // simulation: an abort behind an AddPartitionsToTxn answered
-                // CONCURRENT_TRANSACTIONS waited for them for ever).
-                if self.state != State::Aborting {
-                    self.to_add
-                        .extend(parts.into_iter().filter(|tp| !answered.contains(tp)));
-                }
-                match error {
-                    None if self.to_add.is_empty() => self.failures = 0,
-                    None => self.back_off(now, None),
-                    Some(e) => self.on_error(e, now, |t, e| t.abort_for(e, "AddPartitionsToTxn")),
-                }
+                self.on_add_partitions(parts, r, now)
             }
             (Pending::AddOffsets, ResponseBody::AddOffsetsToTxn(r)) => {
                 match ErrorCode::from_code(r.error_code) {
@@ -75,37 +48,7 @@ impl Transactions {
                 }
             }
             (Pending::TxnOffsetCommit, ResponseBody::TxnOffsetCommit(r)) => {
-                let error = r
-                    .topics
-                    .iter()
-                    .flat_map(|t| &t.partitions)
-                    .find_map(|p| ErrorCode::from_code(p.error_code));
-                match error {
-                    None => {
-                        self.failures = 0;
-                        // Version 2: the group joined the transaction with its offsets.
-                        self.in_coordinator |= self.tv2;
-                        if let Some(call) = self.offsets.pop_front() {
-                            self.results.push_back((call.token, Ok(())));
-                        }
-                    }
-                    // The group coordinator moved: find it again.
-                    Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => {
-                        self.group_coordinator = None;
-                        self.back_off(now, None);
-                    }
-                    // KIP-447: the member's generation is gone (a rebalance gave its
-                    // partitions to another member), so its progress must not commit.
-                    Some(
-                        e @ (ErrorCode::UnknownMemberId
-                        | ErrorCode::IllegalGeneration
-                        | ErrorCode::FencedInstanceId),
-                    ) => self.make_abortable(format!(
-                        "the group refused the consumer's offsets ({e}): a rebalance moved its \
-                         partitions to another member"
-                    )),
-                    Some(e) => self.on_error(e, now, |t, e| t.abort_for(e, "TxnOffsetCommit")),
-                }
+                self.on_txn_offset_commit(r, now)
             }
             (Pending::End, ResponseBody::EndTxn(r)) => match ErrorCode::from_code(r.error_code) {
                 None => {
@@ -121,6 +64,83 @@ impl Transactions {
             },
             // An answer of another kind: ask again.
             _ => self.back_off(now, None),
+        }
+    }
+
+    /// AddPartitionsToTxn answered: the partitions it took are in the transaction, the rest
+    /// go again unless an error ends it.
+    fn on_add_partitions(
+        &mut self,
+        parts: BTreeSet<TopicPartition>,
+        r: &AddPartitionsToTxnResponse,
+        now: Instant,
+    ) {
+        let mut error = None;
+        let mut answered = BTreeSet::new();
+        for topic in &r.results_by_topic_v3_and_below {
+            for p in &topic.results_by_partition {
+                let tp = (topic.name.clone(), p.partition_index);
+                match ErrorCode::from_code(p.partition_error_code) {
+                    None if parts.contains(&tp) => {
+                        answered.insert(tp.clone());
+                        self.added.insert(&tp, ());
+                        self.in_coordinator = true;
+                    }
+                    None => {}
+                    // OPERATION_NOT_ATTEMPTED: another partition's error stopped it.
+                    Some(ErrorCode::OperationNotAttempted) => {}
+                    Some(e) => error = error.or(Some(e)),
+                }
+            }
+        }
+        // The rest go again, unless the error ends the transaction; not while
+        // aborting: their records were failed unsent (found by the transaction
+        // simulation: an abort behind an AddPartitionsToTxn answered
+        // CONCURRENT_TRANSACTIONS waited for them for ever).
+        if self.state != State::Aborting {
+            self.to_add
+                .extend(parts.into_iter().filter(|tp| !answered.contains(tp)));
+        }
+        match error {
+            None if self.to_add.is_empty() => self.failures = 0,
+            None => self.back_off(now, None),
+            Some(e) => self.on_error(e, now, |t, e| t.abort_for(e, "AddPartitionsToTxn")),
+        }
+    }
+
+    /// TxnOffsetCommit answered: the offsets call done, the group coordinator looked up again,
+    /// the transaction made abortable (a fenced generation), or the error handled.
+    fn on_txn_offset_commit(&mut self, r: &TxnOffsetCommitResponse, now: Instant) {
+        let error = r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .find_map(|p| ErrorCode::from_code(p.error_code));
+        match error {
+            None => {
+                self.failures = 0;
+                // Version 2: the group joined the transaction with its offsets.
+                self.in_coordinator |= self.tv2;
+                if let Some(call) = self.offsets.pop_front() {
+                    self.results.push_back((call.token, Ok(())));
+                }
+            }
+            // The group coordinator moved: find it again.
+            Some(ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable) => {
+                self.group_coordinator = None;
+                self.back_off(now, None);
+            }
+            // KIP-447: the member's generation is gone (a rebalance gave its
+            // partitions to another member), so its progress must not commit.
+            Some(
+                e @ (ErrorCode::UnknownMemberId
+                | ErrorCode::IllegalGeneration
+                | ErrorCode::FencedInstanceId),
+            ) => self.make_abortable(format!(
+                "the group refused the consumer's offsets ({e}): a rebalance moved its \
+                 partitions to another member"
+            )),
+            Some(e) => self.on_error(e, now, |t, e| t.abort_for(e, "TxnOffsetCommit")),
         }
     }
 
