@@ -3,6 +3,7 @@
 //! budget and each leader's fetch session.
 
 use super::*;
+use crate::net::ConnId;
 
 impl Consumer {
     pub(super) fn drive(&mut self, now: Instant) {
@@ -164,50 +165,62 @@ impl Consumer {
             if max_bytes < largest && !self.fetching.is_empty() {
                 break;
             }
-            let want: BTreeMap<TopicPartition, session::FetchState> = tps
-                .iter()
-                .map(|tp| {
-                    let p = &self.parts[tp];
-                    (tp.clone(), (p.position.expect("filtered"), p.leader_epoch))
-                })
-                .collect();
-            let supported = self
-                .net
-                .version(conn, ApiKey::Fetch)
-                .is_some_and(|v| v >= 7);
-            let mut plan = self
-                .sessions
-                .entry(key)
-                .or_default()
-                .prepare(&want, supported);
-            // A full fetch names the partitions in the rotated order.
-            let send = if plan.incremental {
-                std::mem::take(&mut plan.send)
-            } else {
-                tps.clone()
-            };
-            let (req, max_version) =
-                self.fetch_request(&send, &plan, &want, &tps, max_bytes as i32);
-            let offsets = self
-                .reqs(&tps)
-                .into_iter()
-                .map(|req| {
-                    let offset = want[&req.0].0;
-                    (req, offset)
-                })
-                .collect();
-            let tag = Tag::Fetch(key, offsets, plan.incremental);
-            if self
-                .net
-                .send_at_most(conn, &req, tag, Expect::Response, max_version, now)
-                .is_ok()
-            {
-                self.fetching.insert(key);
-                self.fetch_sent.insert(key, now);
-                self.reserved += max_bytes;
-                self.reservations.insert(key, max_bytes);
-                self.mark_busy(&tps);
-            }
+            self.send_fetch(key, conn, tps, max_bytes, now);
+        }
+    }
+
+    /// Sends one connection's Fetch for partitions `tps` (in the order to name them), within
+    /// `max_bytes`, through its fetch session, and reserves that much of the budget.
+    fn send_fetch(
+        &mut self,
+        key: Lane,
+        conn: ConnId,
+        tps: Vec<TopicPartition>,
+        max_bytes: usize,
+        now: Instant,
+    ) {
+        let want: BTreeMap<TopicPartition, session::FetchState> = tps
+            .iter()
+            .map(|tp| {
+                let p = &self.parts[tp];
+                (tp.clone(), (p.position.expect("filtered"), p.leader_epoch))
+            })
+            .collect();
+        let supported = self
+            .net
+            .version(conn, ApiKey::Fetch)
+            .is_some_and(|v| v >= 7);
+        let mut plan = self
+            .sessions
+            .entry(key)
+            .or_default()
+            .prepare(&want, supported);
+        // A full fetch names the partitions in the rotated order.
+        let send = if plan.incremental {
+            std::mem::take(&mut plan.send)
+        } else {
+            tps.clone()
+        };
+        let (req, max_version) = self.fetch_request(&send, &plan, &want, &tps, max_bytes as i32);
+        let offsets = self
+            .reqs(&tps)
+            .into_iter()
+            .map(|req| {
+                let offset = want[&req.0].0;
+                (req, offset)
+            })
+            .collect();
+        let tag = Tag::Fetch(key, offsets, plan.incremental);
+        if self
+            .net
+            .send_at_most(conn, &req, tag, Expect::Response, max_version, now)
+            .is_ok()
+        {
+            self.fetching.insert(key);
+            self.fetch_sent.insert(key, now);
+            self.reserved += max_bytes;
+            self.reservations.insert(key, max_bytes);
+            self.mark_busy(&tps);
         }
     }
 
