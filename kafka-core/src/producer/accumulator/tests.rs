@@ -597,23 +597,24 @@ fn a_waiting_batch_takes_records_for_a_twentieth_of_the_delivery_timeout() {
     let mut acc = Accumulator::new(16384, 16384, Duration::ZERO, Compression::None, 1 << 20);
     let tp = ("t".to_string(), 0);
     let r = ProducerRecord::new("t", vec![1u8; 100], 0);
-    let timeout = Duration::from_secs(120);
-    let append = |acc: &mut Accumulator, n: u64, at: Instant| {
+    // Whether appending record `n` at `at`, due `timeout` later, opened a new batch.
+    let append = |acc: &mut Accumulator, n: u64, at: Instant, timeout: Duration| {
         acc.append(tp.1, &r, RecordToken(n), at, at + timeout, Block::Whole)
             .unwrap()
             .new_batch
     };
-    assert!(append(&mut acc, 0, Instant::ZERO));
+    let timeout = Duration::from_secs(120);
+    assert!(append(&mut acc, 0, Instant::ZERO, timeout));
     assert!(
-        !append(&mut acc, 1, Instant::from_millis(5_000)),
+        !append(&mut acc, 1, Instant::from_millis(5_000), timeout),
         "5 s: still open"
     );
     assert!(
-        !append(&mut acc, 2, Instant::from_millis(6_000)),
+        !append(&mut acc, 2, Instant::from_millis(6_000), timeout),
         "6 s: the span's end"
     );
     assert!(
-        append(&mut acc, 3, Instant::from_millis(6_001)),
+        append(&mut acc, 3, Instant::from_millis(6_001), timeout),
         "past 6 s: a new batch"
     );
     let first = drained(&mut acc, &tp);
@@ -623,12 +624,7 @@ fn a_waiting_batch_takes_records_for_a_twentieth_of_the_delivery_timeout() {
     // A short timeout still gives 100 ms.
     let mut acc = Accumulator::new(16384, 16384, Duration::ZERO, Compression::None, 1 << 20);
     let short = Duration::from_millis(1_500);
-    let append = |acc: &mut Accumulator, n: u64, at: Instant| {
-        acc.append(tp.1, &r, RecordToken(n), at, at + short, Block::Whole)
-            .unwrap()
-            .new_batch
-    };
-    assert!(append(&mut acc, 0, Instant::ZERO));
-    assert!(!append(&mut acc, 1, Instant::from_millis(100)));
-    assert!(append(&mut acc, 2, Instant::from_millis(101)));
+    assert!(append(&mut acc, 0, Instant::ZERO, short));
+    assert!(!append(&mut acc, 1, Instant::from_millis(100), short));
+    assert!(append(&mut acc, 2, Instant::from_millis(101), short));
 }
