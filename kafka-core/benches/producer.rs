@@ -14,7 +14,7 @@ use common::warmed;
 const N: usize = 1000;
 
 fn bench(c: &mut Criterion) {
-    let (mut p, now) = warmed();
+    let (mut p, now, topic) = warmed();
     let value = bytes::Bytes::from(vec![b'x'; 100]);
     let mut g = c.benchmark_group("producer_core");
     g.throughput(Throughput::Elements(N as u64));
@@ -23,7 +23,7 @@ fn bench(c: &mut Criterion) {
             let mut bytes = 0;
             for i in 0..N {
                 let r = ProducerRecord {
-                    topic: "bench".into(),
+                    topic: topic.clone(),
                     value: Some(value.clone()),
                     timestamp: 1_700_000_000_000 + i as i64,
                     ..Default::default()

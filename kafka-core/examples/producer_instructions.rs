@@ -19,9 +19,8 @@ fn main() {
     let n: usize = std::env::args()
         .nth(1)
         .map_or(100_000, |a| a.parse().expect("a record count"));
-    let (mut p, now) = common::warmed();
+    let (mut p, now, topic) = common::warmed();
     let value = bytes::Bytes::from(vec![b'x'; 100]);
-    let topic = kafka_core::producer::Topic::from("bench");
     let mut bytes = 0;
     for i in 0..n {
         let r = ProducerRecord {

@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kafka_core::net::Transmit;
-use kafka_core::producer::{Output, ProducerRecord};
+use kafka_core::producer::{Output, ProducerRecord, Topic};
 use kafka_core::{Instant, Producer, ProducerConfig};
 use kafka_sim::SingleBroker;
 
-/// A producer with metadata and a ready connection, talking to a SingleBroker.
-pub fn warmed() -> (Producer, Instant) {
+/// A producer with metadata and a ready connection, talking to a SingleBroker, and the topic
+/// it warmed up with: records are sent with clones of it, the idiom `Topic` documents (one
+/// allocation shared by every record of a topic).
+pub fn warmed() -> (Producer, Instant, Topic) {
     let cluster = SingleBroker::new("broker", 9092, 1);
     let cfg = ProducerConfig::from_map([
         ("bootstrap.servers", "broker:9092"),
@@ -22,7 +24,8 @@ pub fn warmed() -> (Producer, Instant) {
     let mut p = Producer::new(cfg);
     let mut conns = BTreeMap::new();
     let mut now = Instant::ZERO;
-    p.send(ProducerRecord::new("bench", vec![0u8; 100], 1), now)
+    let topic = Topic::from("bench");
+    p.send(ProducerRecord::new(topic.clone(), vec![0u8; 100], 1), now)
         .unwrap();
     p.flush(now); // send the warm-up record without waiting for linger
     for _ in 0..50 {
@@ -47,5 +50,5 @@ pub fn warmed() -> (Producer, Instant) {
         1,
         "warm-up record delivered"
     );
-    (p, now)
+    (p, now, topic)
 }

@@ -390,7 +390,7 @@ impl Producer {
             .as_ref()
             .is_some_and(|(t, at, r)| *r == removals && now < *at + USE_MEMO && t == topic);
         if !fresh {
-            self.metadata.use_topic(topic, now);
+            self.metadata.use_shared_topic(topic, now);
             self.used = Some((topic.clone(), now, removals));
         }
     }
@@ -406,7 +406,7 @@ impl Producer {
         deadline: Instant,
         fit: Block,
     ) -> Result<bool, (NotAppended, ProducerRecord)> {
-        let Some(topic) = self.metadata.topic(&r.topic) else {
+        let Some(topic) = self.metadata.topic_shared(&r.topic) else {
             return Err((NotAppended::NoMetadata, r));
         };
         let count = topic.partitions.len() as u32;

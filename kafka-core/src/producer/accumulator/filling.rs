@@ -99,9 +99,14 @@ impl Room<'_> {
         loop {
             // Stay within the reserved block, and within the batch's target size on the wire
             // (`batch.size`, or what it grew to) after the estimated compression ratio.
-            let target = last.reserved.max(self.batch_size);
-            let by_ratio = (target as f64 / self.ratio) as usize;
-            let limit = last.reserved.min(by_ratio.max(BATCH_HEADER_LEN));
+            // At a ratio of 1 or less the block is the limit: no float division per record.
+            let limit = if self.ratio <= 1.0 {
+                last.reserved
+            } else {
+                let target = last.reserved.max(self.batch_size);
+                let by_ratio = (target as f64 / self.ratio) as usize;
+                last.reserved.min(by_ratio.max(BATCH_HEADER_LEN))
+            };
             if let Some(bytes) = b.append_within(limit, r.timestamp, key, value, record.headers) {
                 last.records.push(RecordMeta {
                     token: record.token,
