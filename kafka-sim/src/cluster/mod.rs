@@ -675,7 +675,10 @@ impl SimCluster {
         // Markers go down at replication ticks, after EndTxn was answered (as Kafka writes
         // them after PrepareCommit): a coordinator crash can fall in between.
         self.drive_transactions(tick);
-        let due: Vec<_> = {
+        // Usually nothing parked is due: only then are the lists rebuilt.
+        let due: Vec<_> = if !self.parked.iter().any(|p| p.0 <= now) {
+            Vec::new()
+        } else {
             let (due, rest) = std::mem::take(&mut self.parked)
                 .into_iter()
                 .partition(|p| p.0 <= now);
