@@ -35,9 +35,17 @@ impl Consumer {
                 p.unknown_since = None;
                 continue;
             }
-            let since = *p.unknown_since.get_or_insert(now);
+            let since = match p.unknown_since {
+                Some(since) => since,
+                None => {
+                    p.unknown_since = Some(now);
+                    self.part_timers.push(now + timeout);
+                    now
+                }
+            };
             if now >= since + timeout {
                 p.unknown_since = Some(now);
+                self.part_timers.push(now + timeout);
                 self.events.push_back(FetchEvent::Error {
                     topic: tp.0.clone(),
                     partition: tp.1,
@@ -47,14 +55,22 @@ impl Consumer {
         }
     }
 
-    /// The next report due, if any.
+    /// The next report due of an unreachable cluster, if any (a partition's comes from
+    /// `part_timers`).
     pub(super) fn health_timeout(&self) -> Option<Instant> {
-        let timeout = self.cfg.default_api_timeout;
-        let parts = self.parts.values().filter_map(|p| p.unknown_since);
         self.unreachable_since
-            .into_iter()
-            .chain(parts)
-            .map(|t| t + timeout)
+            .map(|t| t + self.cfg.default_api_timeout)
+    }
+
+    /// The earliest partition timer to come, read from every partition: what `part_timers`
+    /// must never be later than (checked in debug builds, which the simulations run).
+    pub(super) fn part_timers_scanned(&self) -> Option<Instant> {
+        let timeout = self.cfg.default_api_timeout;
+        let retries = self.parts.values().filter_map(|p| p.retry_at);
+        let unknown = self.parts.values().filter_map(|p| p.unknown_since);
+        retries
+            .chain(unknown.map(|t| t + timeout))
+            .filter(|t| *t > self.now)
             .min()
     }
 }

@@ -66,6 +66,7 @@ mod records;
 mod requests;
 mod response;
 mod session;
+mod timers;
 mod validate;
 
 /// Where to start reading a partition.
@@ -305,6 +306,8 @@ pub struct Consumer {
     metrics: ConsumerMetrics,
     /// When each connection's Fetch in flight was sent, for `fetch-latency`.
     fetch_sent: BTreeMap<Lane, Instant>,
+    /// When partitions' `retry_at` and `unknown_since` timers fire, for `poll_timeout`.
+    part_timers: timers::PartTimers,
 }
 
 /// The consumer's state machine by its old name (users call it a consumer).
@@ -356,16 +359,17 @@ impl crate::net::Machine for Consumer {
     /// When to call [`Consumer::handle_timeout`] next. A pure query.
     fn poll_timeout(&self) -> Option<Instant> {
         let future = |t: Instant| (t > self.now).then_some(t);
-        let retries = self
-            .parts
-            .values()
-            .filter_map(|p| p.retry_at)
-            .filter_map(future);
+        let parts = self.part_timers.next_after(self.now);
+        debug_assert!(
+            self.part_timers_scanned()
+                .is_none_or(|t| parts.is_some_and(|p| p <= t)),
+            "a partition timer was set without its entry in part_timers"
+        );
         let refresh = self.metadata.next_refresh().and_then(future);
         self.net
             .poll_timeout()
             .into_iter()
-            .chain(retries)
+            .chain(parts)
             .chain(refresh)
             .chain(self.group_timeout().and_then(future))
             .chain(self.health_timeout())
@@ -422,6 +426,7 @@ impl Consumer {
             unreachable_since: None,
             metrics: ConsumerMetrics::new(cfg.metrics.window),
             fetch_sent: BTreeMap::new(),
+            part_timers: timers::PartTimers::default(),
             cfg,
         }
     }
@@ -699,9 +704,10 @@ impl Consumer {
             Some(p) => self.backoff.delay(p.failures, &mut self.rng),
             None => return,
         };
-        if let Some(p) = self.answered(tp, gen) {
+        if let Some(p) = answered(&mut self.parts, tp, gen) {
             p.retry_at = Some(now + delay);
             p.failures = p.failures.saturating_add(1);
+            self.part_timers.push(now + delay);
         }
     }
 

@@ -9,6 +9,7 @@ impl Consumer {
     pub(super) fn drive(&mut self, now: Instant) {
         self.now = self.now.max(now);
         let now = self.now;
+        self.part_timers.prune(now);
         while let Some(e) = self.net.poll_event() {
             self.on_event(e, now);
         }

@@ -289,7 +289,7 @@ fn apply(
     ledger: &Rc<RefCell<Ledger>>,
 ) -> Result<(), Failure> {
     let t = sim_time(w.now);
-    w.note(|| format!("fault: {f:?}"));
+    w.note(format_args!("fault: {f:?}"));
     let c = &mut report.faults;
     match f {
         Fault::CrashBroker(n) => {
@@ -319,7 +319,9 @@ fn apply(
         Fault::Vanish => {
             if let Some(n) = vanish_target(&w.cluster) {
                 c.broker_vanish += 1;
-                w.note(|| format!("broker {n} (the group coordinator) vanishes for good"));
+                w.note(format_args!(
+                    "broker {n} (the group coordinator) vanishes for good"
+                ));
                 w.net.blackhole(n);
                 w.cluster.crash(n);
             }
