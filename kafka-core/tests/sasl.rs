@@ -237,6 +237,33 @@ fn a_mechanism_the_broker_does_not_enable_is_named_with_the_ones_it_does() {
     assert!(e.to_string().contains("it enables PLAIN"), "{e}");
 }
 
+/// A SASL client at a listener without SASL: Kafka's request handler answers the handshake
+/// with ILLEGAL_SASL_STATE. That is told as a listener that speaks no SASL, with the fix, not
+/// as a refused re-authentication (which sent a user looking at token lifetimes).
+#[test]
+fn a_listener_without_sasl_is_named_as_such() {
+    let no_sasl = || {
+        ScriptedBroker::new(|_, body| match body {
+            RequestBody::SaslHandshake(_) => {
+                Reply::Respond(ResponseBody::SaslHandshake(SaslHandshakeResponse {
+                    error_code: 34, // ILLEGAL_SASL_STATE
+                    ..Default::default()
+                }))
+            }
+            other => panic!("unexpected {other:?}"),
+        })
+    };
+    let (mut h, make) = H::new(net(&PLAIN), no_sasl);
+    h.net.least_loaded(h.now);
+    h.pump(&*make);
+    let e = h.net.take_auth_failure().expect("a failure");
+    assert!(matches!(e, AuthError::Protocol { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("does not speak SASL"), "{text}");
+    assert!(text.contains("security.protocol"), "{text}");
+    assert!(!text.contains("re-authenticate"), "{text}");
+}
+
 /// KIP-368: the session ends at 10 s; the client re-authenticates between 8.5 and 9.5 s on
 /// the same connection. A request in flight when it starts is answered, not failed; no new
 /// request goes out until the exchange ends.

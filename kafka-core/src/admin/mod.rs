@@ -331,6 +331,7 @@ impl crate::net::Machine for Admin {
 impl Admin {
     /// An admin client. Nothing connects until the first operation.
     pub fn new(cfg: AdminConfig) -> Self {
+        crate::config::warn_notes("admin", cfg.notes());
         Admin {
             net: Network::new(NetConfig::from_admin(&cfg), cfg.bootstrap_servers.clone()),
             controller: None,

@@ -63,6 +63,14 @@ pub enum ConfigError {
     },
 }
 
+/// Warns once, as a client is built, of each setting it accepted without applying (its
+/// config's `notes`): a key taken without a word sends its user the wrong way.
+pub(crate) fn warn_notes(client: &str, notes: &[String]) {
+    for note in notes {
+        tracing::warn!(client, "{note}");
+    }
+}
+
 /// Declares a config struct from a table of `field: Type = "java.key", "default", parser;` lines.
 /// It generates the struct, its defaults, the list of keys, and parsing from a string map.
 macro_rules! config_table {

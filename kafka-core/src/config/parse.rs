@@ -116,6 +116,19 @@ where
     }
 }
 
+/// `compression.gzip.level`: 1 (fastest) to 9 (smallest), or -1 for the default (6), as
+/// Java's `GzipCompression` accepts.
+pub(crate) fn gzip_level(key: &'static str, v: &str) -> Result<i32, ConfigError> {
+    match v.trim().parse::<i32>() {
+        Ok(n @ (-1 | 1..=9)) => Ok(n),
+        _ => Err(invalid(
+            key,
+            v,
+            "expected 1 (fastest) to 9 (smallest), or -1 for the default",
+        )),
+    }
+}
+
 /// A duration in milliseconds, at least `min_ms`.
 pub(crate) fn millis(min_ms: u64) -> impl Fn(&'static str, &str) -> Result<Duration, ConfigError> {
     move |key, v| {

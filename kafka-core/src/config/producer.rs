@@ -91,6 +91,14 @@ config_table! {
         transaction_timeout: Duration = "transaction.timeout.ms", "60000", parse::millis(1);
         /// `compression.type`.
         compression: Compression = "compression.type", "none", parse::compression;
+        /// `compression.gzip.level` (KIP-390): 1 (fastest) to 9 (smallest), -1 the default (6).
+        compression_gzip_level: i32 = "compression.gzip.level", "-1", parse::gzip_level;
+        /// `compression.lz4.level` (KIP-390), 1 to 17: accepted, not applied (the pure-Rust
+        /// lz4 encoder has one level, its fast mode; a level set with lz4 warns).
+        compression_lz4_level: i32 = "compression.lz4.level", "9", parse::int(1, 17);
+        /// `compression.zstd.level` (KIP-390), -131072 to 22: accepted, not applied (the
+        /// pure-Rust zstd encoder has one level, about zstd's 1; a level set with zstd warns).
+        compression_zstd_level: i32 = "compression.zstd.level", "3", parse::int(-131_072, 22);
         /// `batch.size`: target bytes per partition batch.
         batch_size: usize = "batch.size", "16384", parse::int(0, I32_MAX);
         /// `linger.ms`: how long a batch waits for more records.
@@ -157,6 +165,14 @@ impl ProducerConfig {
         Self::parse_map(map)?.validate()
     }
 
+    /// The level record batches are compressed at (see
+    /// [`Compression::compress_at`](kafka_proto::compression::Compression::compress_at)):
+    /// `compression.gzip.level` with gzip, else the codec's default.
+    pub fn compression_level(&self) -> Option<i32> {
+        (self.compression == Compression::Gzip && self.compression_gzip_level != -1)
+            .then_some(self.compression_gzip_level)
+    }
+
     /// A typed builder.
     pub fn builder() -> ProducerConfigBuilder {
         ProducerConfigBuilder {
@@ -209,6 +225,20 @@ impl ProducerConfig {
             }
             if self.is_explicit(key) {
                 self.enable_idempotence = false;
+            }
+        }
+        // KIP-390's lz4 and zstd levels cannot be applied by the pure-Rust encoders: say so
+        // once, here, rather than take the setting without a word.
+        for (codec, key) in [
+            (Compression::Lz4, "compression.lz4.level"),
+            (Compression::Zstd, "compression.zstd.level"),
+        ] {
+            if self.compression == codec && self.is_explicit(key) {
+                self.notes.push(format!(
+                    "`{key}` is not applied: this client's pure-Rust {} encoder has one level \
+                     (batches are compressed at it)",
+                    codec.name()
+                ));
             }
         }
         // Transactions are built on idempotence (as in Java).
@@ -325,6 +355,51 @@ impl ProducerConfigBuilder {
 
 #[cfg(test)]
 mod tests {
+    /// KIP-390: `compression.gzip.level` is validated as Java does and applied with gzip
+    /// only; lz4 and zstd levels are accepted with a note saying they are not applied.
+    #[test]
+    fn compression_levels() {
+        let cfg = |pairs: &[(&str, &str)]| {
+            let mut map = vec![("bootstrap.servers", "b:1")];
+            map.extend_from_slice(pairs);
+            ProducerConfig::from_map(map)
+        };
+        let c = cfg(&[
+            ("compression.type", "gzip"),
+            ("compression.gzip.level", "1"),
+        ])
+        .unwrap();
+        assert_eq!(c.compression_level(), Some(1));
+        assert!(c.notes().is_empty(), "{:?}", c.notes());
+        let c = cfg(&[("compression.type", "gzip")]).unwrap();
+        assert_eq!(c.compression_level(), None, "-1: the codec's default");
+        let c = cfg(&[("compression.type", "lz4"), ("compression.gzip.level", "9")]).unwrap();
+        assert_eq!(
+            c.compression_level(),
+            None,
+            "a gzip level does not apply to lz4"
+        );
+        for bad in ["0", "10", "-2", "fast"] {
+            let e = cfg(&[("compression.gzip.level", bad)]).unwrap_err();
+            assert!(e.to_string().contains("1 (fastest) to 9"), "{bad}: {e}");
+        }
+        let c = cfg(&[
+            ("compression.type", "zstd"),
+            ("compression.zstd.level", "19"),
+        ])
+        .unwrap();
+        assert_eq!(c.compression_level(), None);
+        assert!(
+            c.notes()
+                .iter()
+                .any(|n| n.contains("`compression.zstd.level` is not applied")),
+            "{:?}",
+            c.notes()
+        );
+        assert!(cfg(&[("compression.zstd.level", "23")]).is_err());
+        assert!(cfg(&[("compression.lz4.level", "18")]).is_err());
+    }
+
     use super::*;
 
     fn map(pairs: &[(&str, &str)]) -> Result<ProducerConfig, ConfigError> {
@@ -385,6 +460,9 @@ mod tests {
             "partitioner.ignore.keys",
             "partitioner.adaptive.partitioning.enable",
             "partitioner.availability.timeout.ms",
+            "compression.gzip.level",
+            "compression.lz4.level",
+            "compression.zstd.level",
         ];
         for key in java_keys {
             assert!(

@@ -396,6 +396,7 @@ impl crate::net::Machine for Consumer {
 impl Consumer {
     /// A fetcher. Nothing connects until partitions are assigned.
     pub fn new(cfg: ConsumerConfig) -> Self {
+        crate::config::warn_notes("consumer", cfg.notes());
         let backoff = Backoff::new(cfg.retry_backoff, cfg.retry_backoff_max);
         Consumer {
             net: Network::new(

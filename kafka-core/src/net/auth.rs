@@ -96,16 +96,28 @@ impl<T> Network<T> {
         match body {
             ResponseBody::SaslHandshake(r) => {
                 if r.error_code == ErrorCode::IllegalSaslState.code() {
-                    // ILLEGAL_SASL_STATE: Kafka answers so a re-authentication sooner than a
-                    // second after the last (or on a listener without sessions).
+                    // ILLEGAL_SASL_STATE: Kafka answers so a handshake on a listener that
+                    // speaks no SASL (its request handler, not an authenticator, saw it), and a
+                    // re-authentication sooner than a second after the last. Only a ready
+                    // connection re-authenticates.
+                    let again = self
+                        .conns
+                        .get(&conn)
+                        .is_some_and(|c| c.state == State::Ready);
+                    let reason = if again {
+                        "the broker refused to re-authenticate (ILLEGAL_SASL_STATE): Kafka \
+                         allows one re-authentication a second, so the session it gave was \
+                         too short (an OAUTHBEARER token close to expiry?)"
+                    } else {
+                        "this listener does not speak SASL (the broker answered the SASL \
+                         handshake with ILLEGAL_SASL_STATE): connect to the broker's \
+                         SASL_PLAINTEXT or SASL_SSL listener, or set security.protocol to \
+                         PLAINTEXT or SSL to match this one"
+                    };
                     return self.auth_failed(conn, now, |addr, mechanism| AuthError::Protocol {
                         addr,
                         mechanism,
-                        reason:
-                            "the broker refused to re-authenticate (ILLEGAL_SASL_STATE): Kafka \
-                                 allows one re-authentication a second, so the session it gave \
-                                 was too short (an OAUTHBEARER token close to expiry?)"
-                                .into(),
+                        reason: reason.into(),
                     });
                 }
                 if r.error_code != 0 {

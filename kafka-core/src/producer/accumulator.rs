@@ -107,6 +107,8 @@ pub(crate) struct Accumulator {
     grow_caps: BTreeMap<String, usize>,
     linger: Duration,
     compression: Compression,
+    /// The compression level (`compression.gzip.level`); `None`: the codec's default.
+    level: Option<i32>,
     pub pool: Pool,
     queues: Queues,
     fronts: Fronts,
@@ -141,6 +143,7 @@ impl Accumulator {
             grow_caps: BTreeMap::new(),
             linger,
             compression,
+            level: None,
             pool: Pool::new(buffer_memory, batch_size),
             queues: Queues::default(),
             fronts: Fronts::default(),
@@ -148,6 +151,12 @@ impl Accumulator {
             next_id: 0,
             ratio: 1.0,
         }
+    }
+
+    /// Compresses batches at `level` (see `ProducerConfig::compression_level`).
+    pub fn with_level(mut self, level: Option<i32>) -> Self {
+        self.level = level;
+        self
     }
 
     /// Appends to the partition's open batch, or opens a new one (see [`first_block`]; never
@@ -250,12 +259,13 @@ impl Accumulator {
             block = free.min(block);
             self.pool.take(block);
         }
-        let mut b = match spare {
+        let b = match spare {
             Some(buf) if block == self.batch_size => {
                 BatchBuilder::with_buffer(self.compression, buf)
             }
             _ => BatchBuilder::new(self.compression, block - BATCH_HEADER_LEN),
         };
+        let mut b = b.with_level(self.level);
         let before = b.size();
         let (key, value) = (r.key.as_deref(), r.value.as_deref());
         b.append(r.timestamp, key, value, record.headers);
@@ -760,7 +770,8 @@ impl Accumulator {
         let mid = decoded.len() / 2;
         let mut halves = Vec::with_capacity(2);
         for (i, range) in [(0, 0..mid), (1, mid..decoded.len())] {
-            let mut builder = BatchBuilder::new(self.compression, b.size() / 2 + 64);
+            let mut builder =
+                BatchBuilder::new(self.compression, b.size() / 2 + 64).with_level(self.level);
             for r in &decoded[range.clone()] {
                 let headers: Vec<(String, Option<Bytes>)> = r
                     .headers

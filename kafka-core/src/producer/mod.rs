@@ -218,6 +218,7 @@ impl crate::net::Machine for Producer {
 impl Producer {
     /// A producer. Nothing connects until the first `send`.
     pub fn new(cfg: ProducerConfig) -> Self {
+        crate::config::warn_notes("producer", cfg.notes());
         let net = Network::new(
             NetConfig::from_producer(&cfg),
             cfg.bootstrap_servers.clone(),
@@ -237,7 +238,8 @@ impl Producer {
                 cfg.linger,
                 cfg.compression,
                 cfg.buffer_memory,
-            ),
+            )
+            .with_level(cfg.compression_level()),
             partitioner: StickyPartitioner::new(
                 cfg.batch_size,
                 cfg.partitioner_adaptive,

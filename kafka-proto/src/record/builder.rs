@@ -61,6 +61,8 @@ impl Default for BatchMeta {
 pub struct BatchBuilder {
     buf: BytesMut,
     compression: Compression,
+    /// The compression level (see [`Compression::compress_at`]); `None`: the default.
+    level: Option<i32>,
     count: i32,
     base_timestamp: i64,
     max_timestamp: i64,
@@ -82,10 +84,17 @@ impl BatchBuilder {
         BatchBuilder {
             buf,
             compression,
+            level: None,
             count: 0,
             base_timestamp: 0,
             max_timestamp: i64::MIN,
         }
+    }
+
+    /// Compresses at `level` when sealed (see [`Compression::compress_at`]).
+    pub fn with_level(mut self, level: Option<i32>) -> Self {
+        self.level = level;
+        self
     }
 
     /// Makes room for `additional` more bytes at once (a batch allowed to grow), rather than
@@ -236,7 +245,8 @@ impl BatchBuilder {
     pub fn seal(self, meta: &BatchMeta) -> Result<Bytes, EncodeError> {
         let mut buf = self.buf;
         if self.compression != Compression::None {
-            let compressed = self.compression.compress(&buf[BATCH_HEADER_LEN..])?;
+            let compressed =
+                (self.compression).compress_at(&buf[BATCH_HEADER_LEN..], self.level)?;
             buf.truncate(BATCH_HEADER_LEN);
             buf.extend_from_slice(&compressed);
         }
