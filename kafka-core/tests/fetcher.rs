@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use kafka_core::config::ConsumerConfig;
+use kafka_core::config::{ConsumerConfig, HostPort};
 use kafka_core::fetcher::{Consumer, FetchError, FetchEvent, Output, StartFrom};
 use kafka_core::net::{ConnId, Transmit};
 use kafka_core::producer::{self, Producer, ProducerEvent, ProducerRecord};
@@ -32,11 +32,16 @@ fn sim(t: Instant) -> SimTime {
     Duration::from_nanos(t.as_nanos())
 }
 
+/// Makes the broker a connection to an address reaches.
+type ConnectTo = Box<dyn FnMut(&HostPort) -> ScriptedBroker>;
+
 /// Drives a fetcher against brokers made by `connect`, moving virtual time.
 struct Harness {
     f: Consumer,
     now: Instant,
     connect: Box<dyn FnMut() -> ScriptedBroker>,
+    /// When set, the broker a connection reaches depends on its address (several nodes).
+    connect_to: Option<ConnectTo>,
     brokers: BTreeMap<ConnId, ScriptedBroker>,
     events: Vec<FetchEvent>,
 }
@@ -49,9 +54,17 @@ impl Harness {
             f: Consumer::new(ConsumerConfig::from_map(map).unwrap()),
             now: Instant::ZERO,
             connect,
+            connect_to: None,
             brokers: BTreeMap::new(),
             events: Vec::new(),
         }
+    }
+
+    /// A harness whose connections reach the broker `connect_to` makes for their address.
+    fn with_nodes(settings: &[(&str, &str)], connect_to: ConnectTo) -> Self {
+        let mut h = Harness::new(settings, Box::new(|| unreachable!("connect_to is set")));
+        h.connect_to = Some(connect_to);
+        h
     }
 
     /// Brings every broker's clock to now, so that a request sent outside `advance_to` is
@@ -78,8 +91,11 @@ impl Harness {
         while let Some(o) = self.f.poll_output() {
             match o {
                 Output::Event(e) => self.events.push(e),
-                Output::Transmit(Transmit::Connect { conn, .. }) => {
-                    let b = (self.connect)();
+                Output::Transmit(Transmit::Connect { conn, addr }) => {
+                    let b = match &mut self.connect_to {
+                        Some(to) => to(&addr),
+                        None => (self.connect)(),
+                    };
                     self.brokers.insert(conn, b);
                     self.f.handle_connected(conn, self.now);
                 }
@@ -1383,4 +1399,111 @@ fn an_out_of_range_answer_from_before_a_forward_seek_is_ignored() {
         [11, 12],
         "read from the seek, not reset to the log start"
     );
+}
+
+/// KIP-392: with `client.rack`, the leader (node 1) answers the first fetch with no records and
+/// node 2 as the preferred read replica; every later fetch goes to node 2, naming the rack,
+/// and reads the records there. An error from node 2 sends the partition back to the leader
+/// (out of range there is not reset: the leader is asked), which points at node 2 again.
+#[test]
+fn client_rack_reads_from_the_preferred_replica_and_falls_back_to_the_leader() {
+    // (node, fetch offset, rack id) of every Fetch, in order.
+    let fetches: Arc<std::sync::Mutex<Vec<(i32, i64, String)>>> = Arc::default();
+    let follower_errors = Arc::new(AtomicUsize::new(0));
+    let (log, errors) = (fetches.clone(), follower_errors.clone());
+    let node = move |addr: &HostPort| {
+        let id = if addr.port == 9092 { 1 } else { 2 };
+        let (log, errors) = (log.clone(), errors.clone());
+        ScriptedBroker::new(move |_, body| match body {
+            RequestBody::Metadata(_) => Reply::Respond(ResponseBody::Metadata(MetadataResponse {
+                brokers: [(1, 9092), (2, 9093)]
+                    .map(|(node_id, port)| MetadataResponseBroker {
+                        node_id,
+                        host: "broker".into(),
+                        port,
+                        ..Default::default()
+                    })
+                    .into(),
+                topics: vec![MetadataResponseTopic {
+                    name: Some("t".into()),
+                    partitions: vec![MetadataResponsePartition {
+                        partition_index: 0,
+                        leader_id: 1,
+                        replica_nodes: vec![1, 2],
+                        isr_nodes: vec![1, 2],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })),
+            RequestBody::ListOffsets(_) => {
+                Reply::Respond(ResponseBody::ListOffsets(ListOffsetsResponse {
+                    topics: vec![ListOffsetsTopicResponse {
+                        name: "t".into(),
+                        partitions: vec![ListOffsetsPartitionResponse {
+                            partition_index: 0,
+                            offset: 0,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }))
+            }
+            RequestBody::Fetch(req) => {
+                let offset = req.topics[0].partitions[0].fetch_offset;
+                log.lock().unwrap().push((id, offset, req.rack_id.clone()));
+                let mut data = PartitionData {
+                    partition_index: 0,
+                    high_watermark: 6,
+                    ..Default::default()
+                };
+                if id == 1 {
+                    data.preferred_read_replica = 2;
+                    data.records = Some(Bytes::new());
+                } else if offset == 3 && errors.fetch_add(1, Ordering::SeqCst) == 0 {
+                    data.error_code = 1; // OFFSET_OUT_OF_RANGE: the follower lags
+                } else if offset < 6 {
+                    let values = if offset == 0 {
+                        ["a", "b", "c"]
+                    } else {
+                        ["d", "e", "f"]
+                    };
+                    data.records = Some(batch(offset, &values, Compression::None, false));
+                } else {
+                    data.records = Some(Bytes::new());
+                }
+                let resp = ResponseBody::Fetch(FetchResponse {
+                    responses: vec![FetchableTopicResponse {
+                        topic: "t".into(),
+                        partitions: vec![data],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                });
+                Reply::After(Duration::from_millis(10), Box::new(Reply::Respond(resp)))
+            }
+            other => panic!("{other:?}"),
+        })
+    };
+    let mut h = Harness::with_nodes(
+        &[("client.rack", "rack-b"), ("fetch.max.wait.ms", "100")],
+        Box::new(node),
+    );
+    h.f.assign([("t".to_owned(), 0)], StartFrom::Earliest, h.now)
+        .unwrap();
+    h.advance_to(Instant::from_millis(2_000));
+    let values: Vec<String> = h.values().into_iter().map(|(_, v)| v).collect();
+    assert_eq!(values, ["a", "b", "c", "d", "e", "f"]);
+    let fetches = fetches.lock().unwrap().clone();
+    assert!(fetches.iter().all(|f| f.2 == "rack-b"), "{fetches:?}");
+    let nodes: Vec<(i32, i64)> = fetches.iter().map(|f| (f.0, f.1)).collect();
+    assert_eq!(
+        nodes[..5],
+        [(1, 0), (2, 0), (2, 3), (1, 3), (2, 3)],
+        "leader, its replica, the replica's error, back to the leader, the replica again"
+    );
+    assert!(nodes[5..].iter().all(|(n, _)| *n == 2), "{nodes:?}");
+    assert_eq!(follower_errors.load(Ordering::SeqCst), 2);
 }

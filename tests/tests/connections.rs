@@ -7,6 +7,11 @@
 //! connection, control requests ride the connections already open, and only the group
 //! coordinator gets one of its own.
 //!
+//! The three-node cluster also runs rack-aware (`broker.rack` per node, the
+//! `RackAwareReplicaSelector`), and after the counts a consumer with `client.rack` reads from
+//! its rack's replica, then from the leader once that replica stops (KIP-392): started once,
+//! the cluster serves both, one after the other.
+//!
 //! This binary holds one test: the process's own connections are the client's.
 
 use std::collections::BTreeSet;
@@ -16,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kafka_tokio::{Consumer, Producer, Record};
+use kafka_tokio::{Admin, Consumer, Producer, Record, StartFrom};
 use tests::kafka::{peer_classpath, Cluster};
 
 /// Samples `pid`'s established TCP connections to `ports` every 10 ms until `stop`; returns
@@ -221,7 +226,11 @@ fn measure(c: &Cluster, topic: &str) -> Counts {
 fn connections_side_by_side_with_the_java_client() {
     let table = Arc::new(Mutex::new(Vec::new()));
     for nodes in [1, 3] {
-        let c = Cluster::start(nodes);
+        let c = if nodes == 3 {
+            Cluster::start_with(nodes, "PLAINTEXT", &RACKS)
+        } else {
+            Cluster::start(nodes)
+        };
         c.create_topic("one", 1, nodes as u16, &[]);
         let n = measure(&c, "one");
         table.lock().unwrap().push(format!(
@@ -263,9 +272,106 @@ fn connections_side_by_side_with_the_java_client() {
             n.consumer.1 <= n.consumer.0,
             "never more than Java's consumer"
         );
+        if nodes == 3 {
+            rack_aware_fetching(&c);
+        }
     }
     eprintln!(
         "| cluster | Java producer | our producer | Java group consumer | our group consumer | Java, group.protocol=consumer | ours, group.protocol=consumer |\n|---|---:|---:|---:|---:|---:|---:|\n{}",
         table.lock().unwrap().join("\n")
     );
+}
+
+/// A rack per node, and the leaders' choice of a replica in the fetching client's rack.
+const RACKS: [&str; 2] = [
+    "broker.rack=rack-{id}",
+    "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector",
+];
+
+/// The bytes our consumer has received from each node.
+async fn bytes_by_node(consumer: &mut Consumer) -> [f64; 4] {
+    let m = consumer.metrics().await;
+    let mut by = [0.0; 4];
+    for (id, b) in by.iter_mut().enumerate().skip(1) {
+        let tag = format!("node-{id}");
+        *b = m
+            .find(
+                "consumer-node-metrics",
+                "incoming-byte-total",
+                &[("node-id", &tag)],
+            )
+            .unwrap_or(0.0);
+    }
+    by
+}
+
+/// KIP-392 on Apache Kafka: a consumer in a follower's rack reads the records from that
+/// follower, not the leader; when the follower stops, it reads the next ones from the leader.
+fn rack_aware_fetching(c: &Cluster) {
+    const N: usize = 300;
+    let b = c.bootstrap.as_str();
+    c.create_topic("racked", 1, 3, &[]);
+    block_on(async {
+        let admin = Admin::from_map([("bootstrap.servers", b)]).unwrap();
+        let leader = loop {
+            let md = admin.metadata(Some(&["racked"])).await.unwrap();
+            let leader = md.topics.first().and_then(|t| t.partitions.first()?.leader);
+            if let Some(l) = leader {
+                break l as usize;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let follower = (1..=3).find(|n| *n != leader).unwrap();
+        let producer = Producer::from_map([("bootstrap.servers", b)]).unwrap();
+        let value = vec![b'r'; 1000];
+        let send = |from: usize| {
+            let (producer, value) = (&producer, value.clone());
+            async move {
+                for i in from..from + N {
+                    let d = producer.send(Record::new("racked", value.clone()).key(i.to_string()));
+                    d.await.unwrap().await.unwrap();
+                }
+            }
+        };
+        send(0).await;
+        let rack = format!("rack-{follower}");
+        let mut consumer = Consumer::from_map([
+            ("bootstrap.servers", b),
+            ("client.rack", rack.as_str()),
+            ("metadata.max.age.ms", "60000"),
+        ])
+        .unwrap();
+        consumer
+            .assign([("racked", 0)], StartFrom::Earliest)
+            .unwrap();
+        for _ in 0..N {
+            consumer.recv().await.unwrap();
+        }
+        let by = bytes_by_node(&mut consumer).await;
+        eprintln!(
+            "leader {leader}, follower {follower} (client.rack={rack}): bytes by node {by:?}"
+        );
+        assert!(
+            by[follower] > (N * 1000) as f64 && by[leader] < (N * 1000 / 10) as f64,
+            "the records came from the follower in the client's rack: bytes by node {by:?}"
+        );
+        // The follower stops: the next records come from the leader.
+        c.kill(follower);
+        send(N).await;
+        for _ in 0..N {
+            tokio::time::timeout(Duration::from_secs(60), consumer.recv())
+                .await
+                .expect("records after the follower stopped")
+                .unwrap();
+        }
+        let after = bytes_by_node(&mut consumer).await;
+        eprintln!("after node {follower} stopped: bytes by node {after:?}");
+        assert!(
+            after[leader] - by[leader] > (N * 1000) as f64,
+            "the leader served the records once the follower stopped: {by:?} -> {after:?}"
+        );
+        consumer.close(Duration::from_secs(5)).await;
+        producer.close(Duration::from_secs(5)).await;
+        c.restart(follower);
+    });
 }

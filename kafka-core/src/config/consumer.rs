@@ -133,6 +133,10 @@ config_table! {
         bootstrap_servers: Vec<HostPort> = "bootstrap.servers", "", parse::hosts;
         /// `client.id`.
         client_id: String = "client.id", "", parse::string;
+        /// `client.rack`: the rack (availability zone) the consumer runs in, sent in Fetch so
+        /// that a broker with a rack-aware `replica.selector.class` points it at a replica in
+        /// its rack (KIP-392), which it then reads from.
+        client_rack: String = "client.rack", "", parse::string;
         /// `fetch.min.bytes`: the broker waits for this much data (up to `fetch.max.wait.ms`).
         fetch_min_bytes: i32 = "fetch.min.bytes", "1", parse::int(0, I32_MAX);
         /// `fetch.max.wait.ms`: how long the broker may hold a fetch for `fetch.min.bytes`.

@@ -268,6 +268,8 @@ struct Part {
     validate: bool,
     /// Since when no leader is known for it (the topic or partition may not exist).
     unknown_since: Option<Instant>,
+    /// KIP-392: the replica its leader told it to read from (`client.rack`), until when.
+    read_replica: Option<(NodeId, Instant)>,
 }
 
 /// The consumer's state machine: fetching, and (with `group.id`) group membership and
@@ -496,6 +498,7 @@ impl Consumer {
             leader_epoch: -1,
             validate: false,
             unknown_since: None,
+            read_replica: None,
         }
     }
 
@@ -633,7 +636,7 @@ impl Consumer {
                 if let Some(s) = self.sessions.get_mut(&key) {
                     s.answered(resp.error_code, resp.session_id);
                 }
-                self.on_fetch(tps, resp, version, incremental, now);
+                self.on_fetch(key.0, tps, resp, version, incremental, now);
             }
             NetEvent::Response {
                 tag: Tag::Validate(tps),
@@ -653,6 +656,15 @@ impl Consumer {
                 // The connection failed: find the leader again, then retry with backoff.
                 let tps = match tag {
                     Tag::Fetch(key, tps, _) => {
+                        // A replica read from (KIP-392) that cannot be reached gives its
+                        // partitions back to their leaders at once.
+                        for ((tp, _), _) in &tps {
+                            if let Some(p) = self.parts.get_mut(tp) {
+                                if p.read_replica.is_some_and(|(node, _)| node == key.0) {
+                                    p.read_replica = None;
+                                }
+                            }
+                        }
                         self.fetching.remove(&key);
                         self.fetch_sent.remove(&key);
                         self.unreserve(key);

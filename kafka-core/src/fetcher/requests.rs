@@ -83,6 +83,39 @@ impl Consumer {
         out
     }
 
+    /// The partitions to fetch now, grouped by the broker to fetch from: the leader, or the
+    /// replica the leader preferred (KIP-392, with `client.rack`) until `metadata.max.age.ms`
+    /// after it said so, while that replica's address is known (as Java's
+    /// `selectReadReplica`). An expired choice is forgotten, and the leader asked again.
+    fn by_fetch_node(&mut self, now: Instant) -> BTreeMap<NodeId, Vec<TopicPartition>> {
+        let mut out = self.by_leader(|p| p.position.is_some() && !p.validate);
+        let (parts, net) = (&mut self.parts, &self.net);
+        let mut replicas: Vec<(NodeId, TopicPartition)> = Vec::new();
+        for tps in out.values_mut() {
+            tps.retain(|tp| {
+                let Some(p) = parts.get_mut(tp) else {
+                    return true;
+                };
+                match p.read_replica {
+                    Some((node, until)) if until > now && net.knows(node) => {
+                        replicas.push((node, tp.clone()));
+                        false
+                    }
+                    Some(_) => {
+                        p.read_replica = None;
+                        true
+                    }
+                    None => true,
+                }
+            });
+        }
+        for (node, tp) in replicas {
+            out.entry(node).or_default().push(tp);
+        }
+        out.retain(|_, tps| !tps.is_empty());
+        out
+    }
+
     fn list_offsets(&mut self, now: Instant) {
         for (node, tps) in self.by_leader(|p| p.position.is_none() && !p.awaiting_committed) {
             let Some(conn) = self.net.ready(node, Purpose::Data, now) else {
@@ -112,7 +145,7 @@ impl Consumer {
     fn fetch(&mut self, now: Instant) {
         let lanes = self.cfg.connections_per_broker;
         let mut wanted: BTreeMap<Lane, Vec<TopicPartition>> = BTreeMap::new();
-        for (node, tps) in self.by_leader(|p| p.position.is_some() && !p.validate) {
+        for (node, tps) in self.by_fetch_node(now) {
             for tp in tps {
                 wanted
                     .entry((node, lane(tp.1, lanes)))
@@ -284,6 +317,7 @@ impl Consumer {
             session_epoch: plan.epoch,
             topics: topics.into_values().collect(),
             forgotten_topics_data: forgotten.into_values().collect(),
+            rack_id: self.cfg.client_rack.clone(),
             ..Default::default()
         };
         // Fetch v13+ names topics only by id.

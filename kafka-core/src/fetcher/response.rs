@@ -12,12 +12,14 @@ use uuid::Uuid;
 
 use super::{Consumer, FetchError, FetchEvent, FetchedRecords, Part, StartFrom};
 use crate::config::{IsolationLevel, OffsetReset};
+use crate::net::NodeId;
 use crate::time::Instant;
 use crate::topic::TopicPartition;
 
 impl Consumer {
     pub(super) fn on_fetch(
         &mut self,
+        node: NodeId,
         tps: Vec<(super::Req, i64)>,
         resp: FetchResponse,
         version: i16,
@@ -46,6 +48,16 @@ impl Consumer {
                 // Fetched before a seek (or a stop at corrupt data) moved the position back: the
                 // data does not reach back to the new position.
                 continue;
+            }
+            // KIP-392: any error forgets the replica read from, as Java's (the next fetch goes
+            // to the leader); out of range there is not reset but asked of the leader (the
+            // follower may lag behind it).
+            if data.error_code != 0 {
+                let was = part.read_replica.take();
+                let out_of_range = data.error_code == ErrorCode::OffsetOutOfRange.code();
+                if out_of_range && was.is_some_and(|(n, _)| n == node) {
+                    continue;
+                }
             }
             match ErrorCode::from_code(data.error_code) {
                 None => {}
@@ -80,6 +92,12 @@ impl Consumer {
                     self.partition_error(&tp, gen, e, now);
                     continue;
                 }
+            }
+            if data.preferred_read_replica >= 0 {
+                // The leader points at a replica in our rack (or back at itself).
+                let until = now + self.cfg.metadata_max_age;
+                part.read_replica = (data.preferred_read_replica != node)
+                    .then_some((data.preferred_read_replica, until));
             }
             part.high_watermark = data.high_watermark;
             part.failures = 0;
