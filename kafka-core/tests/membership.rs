@@ -532,3 +532,27 @@ fn dynamic_members_leave_and_static_members_do_not() {
     assert_eq!(events(&mut m), [GroupEvent::Left]);
     let _ = Duration::ZERO;
 }
+
+/// `client.rack` travels in the subscription's rack field (v3), for the leader's assignor;
+/// without it the field is null.
+#[test]
+fn the_subscription_carries_the_rack() {
+    use kafka_proto::consumer_protocol::{ConsumerPayload as _, ConsumerProtocolSubscription};
+    for (settings, want) in [
+        (&[("client.rack", "rack-2")][..], Some("rack-2")),
+        (&[][..], None),
+    ] {
+        let mut m = membership(settings);
+        m.subscribe(vec!["t".into()], ms(0));
+        request(&mut m, ms(0));
+        m.handle_response(found(7), ms(0));
+        let (_, r) = request(&mut m, ms(0));
+        let GroupRequest::JoinGroup(j) = r else {
+            panic!("{r:?}")
+        };
+        for p in &j.protocols {
+            let (_, sub) = ConsumerProtocolSubscription::decode_payload(&p.metadata).unwrap();
+            assert_eq!(sub.rack_id.as_deref(), want, "{}", p.name);
+        }
+    }
+}

@@ -78,6 +78,9 @@ struct Sent {
 pub struct ConsumerMembership {
     group_id: String,
     instance_id: Option<String>,
+    /// `client.rack`, sent with each whole heartbeat (the coordinator's assignors may place
+    /// partitions by rack).
+    rack: Option<String>,
     rebalance_timeout: Duration,
     remote_assignor: Option<String>,
     backoff: Backoff,
@@ -118,6 +121,7 @@ impl ConsumerMembership {
         Some(ConsumerMembership {
             group_id: cfg.group_id.clone()?,
             instance_id: cfg.group_instance_id.clone(),
+            rack: (!cfg.client_rack.is_empty()).then(|| cfg.client_rack.clone()),
             rebalance_timeout: cfg.max_poll_interval,
             remote_assignor: cfg.group_remote_assignor.clone(),
             backoff: Backoff::new(cfg.retry_backoff, cfg.retry_backoff_max),
@@ -443,6 +447,7 @@ impl ConsumerMembership {
         let mut carried = self.sent.clone();
         if whole {
             req.instance_id = self.instance_id.clone();
+            req.rack_id = self.rack.clone();
             req.rebalance_timeout_ms = millis(self.rebalance_timeout);
             req.server_assignor = self.remote_assignor.clone();
         }

@@ -139,6 +139,23 @@ fn tps(list: &[(&str, i32)]) -> Vec<TopicPartition> {
     list.iter().map(|(t, p)| ((*t).to_owned(), *p)).collect()
 }
 
+/// `client.rack` goes in the whole heartbeat that joins (for the coordinator's rack-aware
+/// assignors), not in the incremental ones after it; without it, no rack is sent.
+#[test]
+fn the_rack_is_sent_when_joining() {
+    let mut m = member(&[("client.rack", "use1-az2")]);
+    let first = joined(&mut m);
+    assert_eq!(first.rack_id.as_deref(), Some("use1-az2"));
+    answer(&mut m, 1, Some(&[]), at(2));
+    assert_eq!(
+        heartbeat(&mut m, at(10_000)).rack_id,
+        None,
+        "an incremental heartbeat"
+    );
+    let mut m = member(&[]);
+    assert_eq!(joined(&mut m).rack_id, None);
+}
+
 #[test]
 fn joins_with_a_whole_heartbeat_then_sends_only_changes() {
     let mut m = member(&[("max.poll.interval.ms", "60000")]);

@@ -114,6 +114,8 @@ enum Pending {
 pub struct Membership {
     group_id: String,
     instance_id: Option<String>,
+    /// `client.rack`, in the subscription's rack field (v3) for the leader's assignor.
+    rack: Option<String>,
     session_timeout: Duration,
     heartbeat_interval: Duration,
     rebalance_timeout: Duration,
@@ -147,6 +149,7 @@ impl Membership {
         Some(Membership {
             group_id: cfg.group_id.clone()?,
             instance_id: cfg.group_instance_id.clone(),
+            rack: (!cfg.client_rack.is_empty()).then(|| cfg.client_rack.clone()),
             session_timeout: cfg.session_timeout,
             heartbeat_interval: cfg.heartbeat_interval,
             rebalance_timeout: cfg.max_poll_interval,
@@ -466,8 +469,13 @@ impl Membership {
             Some(RebalanceProtocol::Cooperative) => self.owned.clone(),
             _ => Vec::new(),
         };
-        let metadata = payload::encode_subscription(&self.topics, &owned, self.generation, None)
-            .unwrap_or_default();
+        let metadata = payload::encode_subscription(
+            &self.topics,
+            &owned,
+            self.generation,
+            self.rack.as_deref(),
+        )
+        .unwrap_or_default();
         JoinGroupRequest {
             group_id: self.group_id.clone(),
             session_timeout_ms: millis(self.session_timeout),
