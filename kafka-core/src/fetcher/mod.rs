@@ -310,6 +310,9 @@ pub struct Consumer {
     fetch_sent: BTreeMap<Lane, Instant>,
     /// When partitions' `retry_at` and `unknown_since` timers fire, for `poll_timeout`.
     part_timers: timers::PartTimers,
+    /// Leaders fetched from without `client.rack` until the instant: they named a preferred
+    /// read replica this client has no address for (KIP-392).
+    rackless: BTreeMap<NodeId, Instant>,
 }
 
 /// The consumer's state machine by its old name (users call it a consumer).
@@ -430,6 +433,7 @@ impl Consumer {
             metrics: ConsumerMetrics::new(cfg.metrics.window),
             fetch_sent: BTreeMap::new(),
             part_timers: timers::PartTimers::default(),
+            rackless: BTreeMap::new(),
             cfg,
         }
     }

@@ -91,7 +91,8 @@ impl Consumer {
         let mut out = self.by_leader(|p| p.position.is_some() && !p.validate);
         let (parts, net) = (&mut self.parts, &self.net);
         let mut replicas: Vec<(NodeId, TopicPartition)> = Vec::new();
-        for tps in out.values_mut() {
+        let mut unreachable: Vec<NodeId> = Vec::new();
+        for (leader, tps) in out.iter_mut() {
             tps.retain(|tp| {
                 let Some(p) = parts.get_mut(tp) else {
                     return true;
@@ -101,14 +102,32 @@ impl Consumer {
                         replicas.push((node, tp.clone()));
                         false
                     }
-                    Some(_) => {
+                    Some((node, until)) => {
                         p.read_replica = None;
+                        if until > now && !unreachable.contains(leader) {
+                            // A replica this client cannot reach (no address for it): the
+                            // leader would name it again and send nothing, so its fetches go
+                            // without the rack for a while (found by the simulation, seed 104:
+                            // leader and client went back and forth with no records).
+                            tracing::debug!(
+                                leader,
+                                replica = node,
+                                "preferred read replica unknown"
+                            );
+                            unreachable.push(*leader);
+                        }
                         true
                     }
                     None => true,
                 }
             });
         }
+        let until = now + self.cfg.metadata_max_age;
+        for leader in unreachable {
+            self.rackless.insert(leader, until);
+            self.metadata.request_update();
+        }
+        self.rackless.retain(|_, t| *t > now);
         for (node, tp) in replicas {
             out.entry(node).or_default().push(tp);
         }
@@ -235,7 +254,11 @@ impl Consumer {
         } else {
             tps.clone()
         };
-        let (req, max_version) = self.fetch_request(&send, &plan, &want, &tps, max_bytes as i32);
+        let (mut req, max_version) =
+            self.fetch_request(&send, &plan, &want, &tps, max_bytes as i32);
+        if self.rackless.contains_key(&key.0) {
+            req.rack_id.clear();
+        }
         let offsets = self
             .reqs(&tps)
             .into_iter()

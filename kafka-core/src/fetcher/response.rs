@@ -56,6 +56,10 @@ impl Consumer {
                 let was = part.read_replica.take();
                 let out_of_range = data.error_code == ErrorCode::OffsetOutOfRange.code();
                 if out_of_range && was.is_some_and(|(n, _)| n == node) {
+                    // After the retry backoff: a leader that points at the replica again at
+                    // once must not make the two spin (found by the simulation, seed 104, when
+                    // its leaders named replicas that lacked the offset).
+                    self.retry_later(&tp, gen, now);
                     continue;
                 }
             }

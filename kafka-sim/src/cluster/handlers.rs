@@ -4,7 +4,7 @@
 //! transactions), ListOffsets, OffsetForLeaderEpoch, FindCoordinator, InitProducerId, and
 //! Produce's transaction checks (KIP-890 part 1).
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use kafka_proto::api::{RequestBody, ResponseBody};
 use kafka_proto::messages::add_offsets_to_txn_response::AddOffsetsToTxnResponse;
 use kafka_proto::messages::add_partitions_to_txn_response::{
@@ -324,6 +324,7 @@ impl SimCluster {
                         node_id: *n,
                         host,
                         port: i32::from(port),
+                        rack: self.cfg.racks.then(|| rack_of(*n)),
                         ..Default::default()
                     }
                 })
@@ -540,15 +541,31 @@ impl SimCluster {
                     partition_index: fp.partition,
                     ..Default::default()
                 };
-                if let Some(e) = self.leadership(node, &name, fp.partition, fp.current_leader_epoch)
-                {
-                    data.error_code = e;
+                let epoch = fp.current_leader_epoch;
+                match self.leadership(node, &name, fp.partition, epoch) {
+                    None => {}
+                    Some(NOT_LEADER_OR_FOLLOWER)
+                        if self.serves_follower_read(node, &name, fp.partition, epoch, req) => {}
+                    Some(e) => {
+                        data.error_code = e;
+                        empty = false;
+                        partitions.push(data);
+                        continue;
+                    }
+                }
+                let p = self.partition(&name, fp.partition).expect("checked");
+                if let Some(replica) = self.preferred_replica(p, node, fp.fetch_offset, req) {
+                    // KIP-392: the leader names the replica in the consumer's rack, at once and
+                    // without records.
+                    data.preferred_read_replica = replica;
+                    data.high_watermark = p.hw;
+                    data.records = Some(Bytes::new());
                     empty = false;
                     partitions.push(data);
                     continue;
                 }
-                let p = self.partition(&name, fp.partition).expect("checked");
-                let log = p.leader_log().expect("a leader");
+                // The leader's log, or an in-sync follower's (a consumer's rack-aware read).
+                let log = p.replicas.get(&node).expect("a replica on this node");
                 if fp.fetch_offset < 0 || fp.fetch_offset > log.leo() {
                     data.error_code = OFFSET_OUT_OF_RANGE;
                     empty = false;
@@ -559,7 +576,7 @@ impl SimCluster {
                 let committed = req.isolation_level == 1;
                 // read_committed stops at the last stable offset and is told which
                 // transactions below it aborted.
-                let limit_offset = if committed { view.lso } else { p.hw };
+                let limit_offset = if committed { view.lso } else { p.hw }.min(log.leo());
                 data.high_watermark = p.hw;
                 data.last_stable_offset = view.lso;
                 data.log_start_offset = 0;
@@ -615,6 +632,49 @@ impl SimCluster {
             responses,
             ..Default::default()
         }))
+    }
+
+    /// Whether `node`, a follower of the partition, serves a consumer's fetch (see
+    /// [`ClusterConfig::racks`]): racks on, a consumer naming a rack, `node` in the ISR, the
+    /// leader epoch current or not given.
+    fn serves_follower_read(
+        &self,
+        node: i32,
+        topic: &str,
+        partition: i32,
+        epoch: i32,
+        req: &FetchRequest,
+    ) -> bool {
+        let Some(p) = self.partition(topic, partition) else {
+            return false;
+        };
+        self.cfg.racks
+            && req.replica_id < 0
+            && !req.rack_id.is_empty()
+            && p.leader.is_some()
+            && p.isr.contains(&node)
+            && p.replicas.contains_key(&node)
+            && (epoch < 0 || epoch == p.epoch)
+    }
+
+    /// The replica a leader at `node` points a consumer fetching from `offset` to (KIP-392):
+    /// the in-sync follower in the rack the fetch names that has the offset (as Kafka's
+    /// `findPreferredReadReplica`), if racks are on.
+    fn preferred_replica(
+        &self,
+        p: &super::Partition,
+        node: i32,
+        offset: i64,
+        req: &FetchRequest,
+    ) -> Option<i32> {
+        if !self.cfg.racks || req.replica_id >= 0 || p.leader != Some(node) {
+            return None;
+        }
+        p.isr.iter().copied().find(|r| {
+            *r != node
+                && rack_of(*r) == req.rack_id
+                && p.replicas.get(r).is_some_and(|log| log.leo() >= offset)
+        })
     }
 
     pub(super) fn list_offsets(&self, node: i32, req: &ListOffsetsRequest) -> ResponseBody {
@@ -726,4 +786,9 @@ fn produce_response(p: &PendingProduce) -> ResponseBody {
         responses: topics,
         ..Default::default()
     })
+}
+
+/// A broker's rack when the cluster has racks ([`ClusterConfig::racks`]).
+pub(crate) fn rack_of(node: i32) -> String {
+    format!("rack-{node}")
 }

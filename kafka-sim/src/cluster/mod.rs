@@ -77,6 +77,11 @@ pub struct ClusterConfig {
     /// whatever its sequence, until the producer asks for a new id (a fault, off by default:
     /// Kafka keeps producer state in its log's snapshots).
     pub forget_producers: bool,
+    /// Each broker is in a rack of its own, `rack-N` (named in Metadata), and leaders choose
+    /// replicas as Kafka's `RackAwareReplicaSelector`: a consumer fetching with the rack of an
+    /// in-sync follower is pointed at it (KIP-392), and followers serve consumers' fetches up
+    /// to the high watermark. Off by default.
+    pub racks: bool,
 }
 
 impl Default for ClusterConfig {
@@ -95,6 +100,7 @@ impl Default for ClusterConfig {
             aborted_list: true,
             transaction_version: 2,
             forget_producers: false,
+            racks: false,
         }
     }
 }

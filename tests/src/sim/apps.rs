@@ -381,6 +381,13 @@ pub const PREFETCH_KB: usize = 24;
 const LARGEST_BATCH: usize = 32768 + 1024;
 
 /// Whether the seed's group runs the consumer protocol of KIP-848 (every third seed).
+/// Whether the seed's cluster has a rack per broker and rack-aware leaders
+/// ([`kafka_sim::ClusterConfig::racks`]), its consumers each naming a broker's rack in
+/// `client.rack` (KIP-392): a quarter of the seeds, drawn apart from the fault schedule.
+pub fn has_racks(seed: u64) -> bool {
+    (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 62) == 1
+}
+
 pub fn uses_consumer_protocol(seed: u64) -> bool {
     seed % 3 == 2
 }
@@ -423,6 +430,10 @@ impl ConsumerApp {
                 ("session.timeout.ms", "2000"),
                 ("heartbeat.interval.ms", "300"),
             ]);
+        }
+        let rack = format!("rack-{}", 1 + id % 3);
+        if has_racks(seed) {
+            settings.push(("client.rack", rack.as_str()));
         }
         settings.extend_from_slice(extra);
         let cfg = ConsumerConfig::from_map(settings).expect("valid simulation settings");

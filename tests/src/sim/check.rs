@@ -72,6 +72,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
         cluster.versions.insert(2, older_versions());
     }
     cluster.forget_producers = forgets_producers(opts.seed);
+    cluster.racks = super::apps::has_racks(opts.seed);
     let mut w = World::new(cluster, opts.seed);
     // Leaders not ready for a moment after each election, and at the start (a fault).
     w.cluster.leader_warmups(opts.faults);
