@@ -169,6 +169,34 @@ impl Harness {
     }
 }
 
+/// ListOffsets' answer for t-0: `offset`.
+fn offsets_of_t0(offset: i64) -> ResponseBody {
+    ResponseBody::ListOffsets(ListOffsetsResponse {
+        topics: vec![ListOffsetsTopicResponse {
+            name: "t".into(),
+            partitions: vec![ListOffsetsPartitionResponse {
+                partition_index: 0,
+                offset,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
+/// A Fetch answer holding t-0's `data`.
+fn fetch_of_t0(data: PartitionData) -> ResponseBody {
+    ResponseBody::Fetch(FetchResponse {
+        responses: vec![FetchableTopicResponse {
+            topic: "t".into(),
+            partitions: vec![data],
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
 /// Produces `n` records to partition 0 of "t" with the real producer.
 fn produce(cluster: &SingleBroker, n: usize, compression: &str, start: usize) {
     produce_to(cluster, n, compression, start, 1);
@@ -386,32 +414,12 @@ fn scripted_with(
                     ..Default::default()
                 }))
             }
-            RequestBody::ListOffsets(_) => {
-                Reply::Respond(ResponseBody::ListOffsets(ListOffsetsResponse {
-                    topics: vec![ListOffsetsTopicResponse {
-                        name: "t".into(),
-                        partitions: vec![ListOffsetsPartitionResponse {
-                            partition_index: 0,
-                            offset: list_offset,
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }))
-            }
+            RequestBody::ListOffsets(_) => Reply::Respond(offsets_of_t0(list_offset)),
             RequestBody::Fetch(_) if fail_fetches.load(Ordering::SeqCst) > 0 => {
                 fail_fetches.fetch_sub(1, Ordering::SeqCst);
-                Reply::Respond(ResponseBody::Fetch(FetchResponse {
-                    responses: vec![FetchableTopicResponse {
-                        topic: "t".into(),
-                        partitions: vec![PartitionData {
-                            partition_index: 0,
-                            error_code: 6,
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }],
+                Reply::Respond(fetch_of_t0(PartitionData {
+                    partition_index: 0,
+                    error_code: 6,
                     ..Default::default()
                 }))
             }
@@ -419,17 +427,10 @@ fn scripted_with(
                 let offset = req.topics[0].partitions[0].fetch_offset;
                 let records = answer(offset);
                 let empty = records.is_empty();
-                let resp = ResponseBody::Fetch(FetchResponse {
-                    responses: vec![FetchableTopicResponse {
-                        topic: "t".into(),
-                        partitions: vec![PartitionData {
-                            partition_index: 0,
-                            high_watermark: 7,
-                            records: Some(records),
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }],
+                let resp = fetch_of_t0(PartitionData {
+                    partition_index: 0,
+                    high_watermark: 7,
+                    records: Some(records),
                     ..Default::default()
                 });
                 if empty {
@@ -827,23 +828,16 @@ fn read_committed_skips_aborted_transactions_and_markers() {
                     // To a read_committed reader: a transaction still open at offsets 6-7 (its
                     // records withheld), so the last stable offset is below the high watermark.
                     let hw = if req.isolation_level == 1 { 8 } else { 6 };
-                    let resp = ResponseBody::Fetch(FetchResponse {
-                        responses: vec![FetchableTopicResponse {
-                            topic: "t".into(),
-                            partitions: vec![PartitionData {
-                                partition_index: 0,
-                                high_watermark: hw,
-                                last_stable_offset: 6,
-                                aborted_transactions: Some(vec![AbortedTransaction {
-                                    producer_id: 7,
-                                    first_offset: 0,
-                                    ..Default::default()
-                                }]),
-                                records: Some(records),
-                                ..Default::default()
-                            }],
+                    let resp = fetch_of_t0(PartitionData {
+                        partition_index: 0,
+                        high_watermark: hw,
+                        last_stable_offset: 6,
+                        aborted_transactions: Some(vec![AbortedTransaction {
+                            producer_id: 7,
+                            first_offset: 0,
                             ..Default::default()
-                        }],
+                        }]),
+                        records: Some(records),
                         ..Default::default()
                     });
                     Reply::After(
@@ -890,18 +884,11 @@ fn leader_change(
             let moved = fetches.load(Ordering::SeqCst) >= 1;
             let epoch = if moved { 2 } else { 1 };
             let partition = |error_code: i16, records: Option<Bytes>, hw: i64| {
-                ResponseBody::Fetch(FetchResponse {
-                    responses: vec![FetchableTopicResponse {
-                        topic: "t".into(),
-                        partitions: vec![PartitionData {
-                            partition_index: 0,
-                            error_code,
-                            high_watermark: hw,
-                            records,
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }],
+                fetch_of_t0(PartitionData {
+                    partition_index: 0,
+                    error_code,
+                    high_watermark: hw,
+                    records,
                     ..Default::default()
                 })
             };
@@ -989,20 +976,7 @@ fn leader_change(
                         Reply::Respond(resp)
                     }
                 }
-                RequestBody::ListOffsets(_) => {
-                    Reply::Respond(ResponseBody::ListOffsets(ListOffsetsResponse {
-                        topics: vec![ListOffsetsTopicResponse {
-                            name: "t".into(),
-                            partitions: vec![ListOffsetsPartitionResponse {
-                                partition_index: 0,
-                                offset: 0,
-                                ..Default::default()
-                            }],
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }))
-                }
+                RequestBody::ListOffsets(_) => Reply::Respond(offsets_of_t0(0)),
                 other => panic!("{other:?}"),
             }
         })
@@ -1346,18 +1320,8 @@ fn an_out_of_range_answer_from_before_a_forward_seek_is_ignored() {
                 ..Default::default()
             })),
             RequestBody::ListOffsets(_) => {
-                Reply::Respond(ResponseBody::ListOffsets(ListOffsetsResponse {
-                    topics: vec![ListOffsetsTopicResponse {
-                        name: "t".into(),
-                        partitions: vec![ListOffsetsPartitionResponse {
-                            partition_index: 0,
-                            offset: 10, // the log starts at 10
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }))
+                // The log starts at 10.
+                Reply::Respond(offsets_of_t0(10))
             }
             RequestBody::Fetch(req) => {
                 let offset = req.topics[0].partitions[0].fetch_offset;
@@ -1367,18 +1331,11 @@ fn an_out_of_range_answer_from_before_a_forward_seek_is_ignored() {
                     10..=12 => (0, batch(10, &["j", "k", "l"], Compression::None, false)),
                     _ => (0, Bytes::new()),
                 };
-                let resp = Reply::Respond(ResponseBody::Fetch(FetchResponse {
-                    responses: vec![FetchableTopicResponse {
-                        topic: "t".into(),
-                        partitions: vec![PartitionData {
-                            partition_index: 0,
-                            error_code,
-                            high_watermark: 13,
-                            records: Some(records),
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }],
+                let resp = Reply::Respond(fetch_of_t0(PartitionData {
+                    partition_index: 0,
+                    error_code,
+                    high_watermark: 13,
+                    records: Some(records),
                     ..Default::default()
                 }));
                 Reply::After(Duration::from_millis(100), Box::new(resp))
@@ -1437,20 +1394,7 @@ fn client_rack_reads_from_the_preferred_replica_and_falls_back_to_the_leader() {
                 }],
                 ..Default::default()
             })),
-            RequestBody::ListOffsets(_) => {
-                Reply::Respond(ResponseBody::ListOffsets(ListOffsetsResponse {
-                    topics: vec![ListOffsetsTopicResponse {
-                        name: "t".into(),
-                        partitions: vec![ListOffsetsPartitionResponse {
-                            partition_index: 0,
-                            offset: 0,
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }))
-            }
+            RequestBody::ListOffsets(_) => Reply::Respond(offsets_of_t0(0)),
             RequestBody::Fetch(req) => {
                 let offset = req.topics[0].partitions[0].fetch_offset;
                 log.lock().unwrap().push((id, offset, req.rack_id.clone()));
@@ -1474,14 +1418,7 @@ fn client_rack_reads_from_the_preferred_replica_and_falls_back_to_the_leader() {
                 } else {
                     data.records = Some(Bytes::new());
                 }
-                let resp = ResponseBody::Fetch(FetchResponse {
-                    responses: vec![FetchableTopicResponse {
-                        topic: "t".into(),
-                        partitions: vec![data],
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                });
+                let resp = fetch_of_t0(data);
                 Reply::After(Duration::from_millis(10), Box::new(Reply::Respond(resp)))
             }
             other => panic!("{other:?}"),
