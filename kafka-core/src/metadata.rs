@@ -280,6 +280,16 @@ impl Metadata {
 
     /// Applies a Metadata response.
     pub fn handle_response(&mut self, resp: &MetadataResponse, now: Instant) -> MetadataUpdate {
+        if resp.error_code != 0 {
+            // A top-level error (Metadata v13+; REBOOTSTRAP_REQUIRED, after which the
+            // network has started over from bootstrap.servers): nothing in it is metadata.
+            tracing::debug!(
+                error = ?kafka_proto::ErrorCode::from_code(resp.error_code),
+                "metadata refused"
+            );
+            self.handle_failure(now);
+            return MetadataUpdate::default();
+        }
         self.responses += 1;
         self.in_flight = false;
         self.failures = 0;

@@ -43,6 +43,7 @@ fn cfg(seed: u64) -> NetConfig {
         metrics_window: Default::default(),
         metrics_push: true,
         rebootstrap: true,
+        rebootstrap_trigger: Duration::from_secs(300),
     }
 }
 
@@ -549,6 +550,82 @@ fn a_client_whose_known_brokers_all_vanished_starts_over_from_bootstrap() {
         "{:?}",
         h2.connects()
     );
+}
+
+/// KIP-1102: the known broker takes connections but answers no Metadata request (say its
+/// metadata is wedged), with request.timeout.ms far longer than
+/// metadata.recovery.rebootstrap.trigger.ms. After the trigger the client starts over from
+/// bootstrap.servers, without waiting out the request; a good answer stops the count.
+#[test]
+fn a_client_without_metadata_for_the_trigger_starts_over_from_bootstrap() {
+    let mut c = cfg(1);
+    c.request_timeout = Duration::from_secs(120);
+    c.rebootstrap_trigger = Duration::from_secs(5);
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|addr| match addr.to_string().as_str() {
+            "b:2" => Some(ScriptedBroker::new(|_, _| Reply::Ignore)),
+            _ => Some(ScriptedBroker::new(metadata_ok)),
+        }),
+    );
+    h.net = Network::new(c, vec![hp("a:1")]);
+    // A good answer from the seed: no count.
+    let seed = h.least_loaded();
+    h.net
+        .send(seed, &MetadataRequest::default(), 1, h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(
+        h.net
+            .poll_timeout()
+            .filter(|t| *t <= Instant::from_millis(5_000)),
+        None
+    );
+    // Metadata named b:2, which never answers.
+    h.net.update_nodes([(2, hp("b:2"))], h.now);
+    let b = h.least_loaded();
+    assert_eq!(h.connects().last().unwrap().1, "b:2");
+    h.net
+        .send(b, &MetadataRequest::default(), 2, h.now)
+        .unwrap();
+    h.pump();
+    h.advance_to(Instant::from_millis(4_900));
+    assert_eq!(h.net.least_loaded(h.now), Some(b), "still counting");
+    h.advance_to(Instant::from_millis(5_000));
+    let connects = h.connects().len();
+    h.try_least_loaded(3);
+    assert_eq!(h.connects().len(), connects + 1, "{:?}", h.connects());
+    assert_eq!(h.connects().last().unwrap().1, "a:1", "back to the seed");
+}
+
+/// A Metadata answer of REBOOTSTRAP_REQUIRED (KIP-1102) forgets the known brokers at once,
+/// and the connection that said it takes no more requests.
+#[test]
+fn rebootstrap_required_starts_over_from_bootstrap() {
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|addr| match addr.to_string().as_str() {
+            "b:2" => Some(ScriptedBroker::new(|_, _| {
+                Reply::Respond(ResponseBody::Metadata(MetadataResponse {
+                    error_code: 129,
+                    ..Default::default()
+                }))
+            })),
+            _ => Some(ScriptedBroker::new(metadata_ok)),
+        }),
+    );
+    h.net.update_nodes([(2, hp("b:2"))], h.now);
+    let b = h.least_loaded();
+    h.net
+        .send(b, &MetadataRequest::default(), 1, h.now)
+        .unwrap();
+    h.pump();
+    assert!(!h.net.knows(2), "forgotten");
+    let seed = h.least_loaded();
+    assert_ne!(seed, b);
+    assert_eq!(h.connects().last().unwrap().1, "a:1");
 }
 
 #[test]

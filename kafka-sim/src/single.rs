@@ -79,6 +79,21 @@ impl SingleBroker {
         }
     }
 
+    /// The broker moves to a new address (a replaced host, a new IP behind the same
+    /// bootstrap name): metadata and FindCoordinator name `host:port` from now on. Connections
+    /// to the old address are the caller's to close.
+    pub fn move_to(&self, host: &str, port: u16) {
+        let mut s = self.state.lock().expect("not poisoned");
+        s.host = host.to_owned();
+        s.port = i32::from(port);
+    }
+
+    /// The address the broker advertises.
+    pub fn address(&self) -> String {
+        let s = self.state.lock().expect("not poisoned");
+        format!("{}:{}", s.host, s.port)
+    }
+
     /// Holds every JoinGroup this long before answering it.
     pub fn hold_joins(&self, delay: Duration) {
         self.state.lock().expect("not poisoned").join_delay = delay;

@@ -5,6 +5,16 @@ use super::*;
 
 impl Admin {
     pub(super) fn on_event(&mut self, e: NetEvent<Tag>, now: Instant) {
+        if let NetEvent::Response {
+            tag,
+            body: ResponseBody::Metadata(resp),
+            ..
+        } = &e
+        {
+            if resp.error_code != 0 {
+                return self.metadata_refused(*tag, resp.error_code, now);
+            }
+        }
         match e {
             NetEvent::Response {
                 tag: Tag::Refresh,
@@ -98,6 +108,25 @@ impl Admin {
                 ..
             } => self.on_more(tag, Err(error.to_string()), now),
             NetEvent::Response { .. } => debug_assert!(false, "unexpected response"),
+        }
+    }
+
+    /// A Metadata answer with a top-level error (v13+; after REBOOTSTRAP_REQUIRED the network
+    /// has started over from bootstrap.servers): a failed request, asked again.
+    fn metadata_refused(&mut self, tag: Tag, code: i16, now: Instant) {
+        let why = match ErrorCode::from_code(code) {
+            Some(code) => format!("Metadata: {code}"),
+            None => format!("Metadata: error code {code}"),
+        };
+        match tag {
+            Tag::Refresh => self.refreshing = false,
+            Tag::Op(id) => {
+                if let Some(o) = self.ops.get_mut(&id) {
+                    o.in_flight = false;
+                }
+                self.retry(id, why, now);
+            }
+            tag => self.on_more(tag, Err(why), now),
         }
     }
 

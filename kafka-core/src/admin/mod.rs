@@ -221,7 +221,7 @@ mod tag {
     #[allow(unused_imports)]
     use super::*;
 
-    #[derive(Debug, Clone, PartialEq, Eq)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Tag {
         /// A refresh to learn the controller.
         Refresh,

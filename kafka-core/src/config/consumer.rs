@@ -172,6 +172,9 @@ config_table! {
         /// `metadata.recovery.strategy`: with `rebootstrap` (Java 4.x's default), a client that
         /// can reach none of the brokers it knows goes back to `bootstrap.servers` (KIP-899).
         metadata_recovery_strategy: super::producer::MetadataRecoveryStrategy = "metadata.recovery.strategy", "rebootstrap", super::producer::MetadataRecoveryStrategy::parse;
+        /// `metadata.recovery.rebootstrap.trigger.ms`: how long without metadata (no reachable
+        /// broker, or none answering) before rebootstrapping (KIP-1102).
+        metadata_recovery_rebootstrap_trigger: Duration = "metadata.recovery.rebootstrap.trigger.ms", "300000", parse::millis(0);
         /// `socket.connection.setup.timeout.ms`.
         connection_setup_timeout: Duration = "socket.connection.setup.timeout.ms", "10000", parse::millis(0);
         /// `socket.connection.setup.timeout.max.ms`.

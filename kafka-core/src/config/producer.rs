@@ -135,7 +135,8 @@ config_table! {
         metadata_max_idle: Duration = "metadata.max.idle.ms", "300000", parse::millis(5000);
         /// `metadata.recovery.strategy`.
         metadata_recovery_strategy: MetadataRecoveryStrategy = "metadata.recovery.strategy", "rebootstrap", MetadataRecoveryStrategy::parse;
-        /// `metadata.recovery.rebootstrap.trigger.ms`: how long without any reachable broker before rebootstrapping.
+        /// `metadata.recovery.rebootstrap.trigger.ms`: how long without metadata (no reachable
+        /// broker, or none answering) before rebootstrapping (KIP-1102).
         metadata_recovery_rebootstrap_trigger: Duration = "metadata.recovery.rebootstrap.trigger.ms", "300000", parse::millis(0);
         /// `max.in.flight.requests.per.connection`.
         max_in_flight: usize = "max.in.flight.requests.per.connection", "5", parse::int(1, I32_MAX);

@@ -597,7 +597,11 @@ impl Consumer {
                 ..
             } => {
                 self.metadata.handle_response(&resp, now);
-                self.net.update_nodes(self.metadata.nodes(), now);
+                // Not after a refusal: after REBOOTSTRAP_REQUIRED the network forgot the
+                // known brokers, to start over from bootstrap.servers.
+                if resp.error_code == 0 {
+                    self.net.update_nodes(self.metadata.nodes(), now);
+                }
                 self.match_pattern(now);
                 self.check_assignment_snapshot();
             }

@@ -262,6 +262,7 @@ impl<T> Network<T> {
             c.state = State::Ready;
             let addr = c.addr.clone();
             self.failures.remove(&addr);
+            self.recovery.broker_found(true, now);
         }
     }
 

@@ -33,6 +33,10 @@ pub struct NetConfig {
     /// `metadata.recovery.strategy=rebootstrap`: when no known broker can be reached,
     /// [`super::Network::least_loaded`] goes back to `bootstrap.servers`.
     pub rebootstrap: bool,
+    /// `metadata.recovery.rebootstrap.trigger.ms` (KIP-1102): with `rebootstrap`, how long the
+    /// client may go without metadata (no broker to ask, or no answer) before it goes back to
+    /// `bootstrap.servers`.
+    pub rebootstrap_trigger: Duration,
 }
 
 impl NetConfig {
@@ -53,6 +57,7 @@ impl NetConfig {
             metrics_push: c.metrics.push,
             rebootstrap: c.metadata_recovery_strategy
                 == crate::config::MetadataRecoveryStrategy::Rebootstrap,
+            rebootstrap_trigger: c.metadata_recovery_rebootstrap_trigger,
         }
     }
 
@@ -72,6 +77,7 @@ impl NetConfig {
             metrics_push: c.metrics.push,
             rebootstrap: c.metadata_recovery_strategy
                 == crate::config::MetadataRecoveryStrategy::Rebootstrap,
+            rebootstrap_trigger: c.metadata_recovery_rebootstrap_trigger,
         }
     }
 
@@ -91,6 +97,7 @@ impl NetConfig {
             metrics_push: c.metrics.push,
             rebootstrap: c.metadata_recovery_strategy
                 == crate::config::MetadataRecoveryStrategy::Rebootstrap,
+            rebootstrap_trigger: c.metadata_recovery_rebootstrap_trigger,
         }
     }
 }

@@ -28,6 +28,29 @@ impl<T> Network<T> {
     /// `request.timeout.ms` (found by the simulation: after a broker vanished, a producer
     /// sent metadata to its second lane and its records waited 7 s, not 4, seed 2997).
     pub fn least_loaded(&mut self, now: Instant) -> Option<ConnId> {
+        if self.recovery.take_due() && self.cfg.rebootstrap {
+            // KIP-1102: no metadata for metadata.recovery.rebootstrap.trigger.ms (no broker
+            // to ask, or none answering), whatever the known brokers' state.
+            tracing::info!(
+                "no metadata for metadata.recovery.rebootstrap.trigger.ms; starting over from bootstrap.servers (metadata.recovery.strategy=rebootstrap)"
+            );
+            self.rebootstrap();
+            // The brokers' open connections brought no metadata in all that time: nothing more
+            // is asked of them, and they close once idle (found by the test of a broker that
+            // answered no metadata until the trigger, asked again on its open connection).
+            for c in self.conns.values_mut() {
+                if matches!(c.peer, Peer::Node(..)) {
+                    c.close_when_idle = true;
+                }
+            }
+        }
+        let found = self.pick_least_loaded(now);
+        self.recovery.broker_found(found.is_some(), now);
+        found
+    }
+
+    /// [`Network::least_loaded`]'s choice.
+    fn pick_least_loaded(&mut self, now: Instant) -> Option<ConnId> {
         if let Some(best) = self.least_loaded_ready(false, now) {
             return Some(best);
         }

@@ -20,6 +20,7 @@ mod failure;
 mod least_loaded;
 mod machine;
 mod metrics;
+mod rebootstrap;
 mod receive;
 mod telemetry;
 mod timers;
@@ -132,6 +133,8 @@ pub struct Network<T> {
     last_problem: Option<(String, Instant)>,
     /// When a connection least_loaded waits on has been on its way for CONNECT_PATIENCE.
     patience_wake: Option<Instant>,
+    /// How long the client has gone without metadata (KIP-1102's trigger).
+    recovery: rebootstrap::Rebootstrap,
     /// A connection to a known node failed since [`Network::take_node_failure`] last said.
     node_failed: bool,
     /// Nodes whose coordinator connection failed or closed since
@@ -185,6 +188,7 @@ impl<T> Network<T> {
             frame_hint: Vec::new(),
             last_problem: None,
             patience_wake: None,
+            recovery: Default::default(),
             node_failed: false,
             coordinator_failed: Default::default(),
             auth_failure: None,
@@ -248,6 +252,7 @@ impl<T> Network<T> {
     /// tried at once, and an address whose last connection failed stays under suspicion (its
     /// open lanes are not asked first) until a connection to it completes its handshake.
     pub fn rebootstrap(&mut self) {
+        self.recovery.reset();
         self.nodes.clear();
         self.bootstrap_next = 0;
         for addr in &self.bootstrap {
@@ -428,6 +433,9 @@ impl<T> Network<T> {
         // A little over the last size: a batch may grow by a few records between requests.
         self.frame_hint[key] = enc.len() + enc.len() / 8;
         let deadline = now + timeout;
+        if R::API_KEY == ApiKey::Metadata {
+            self.recovery.metadata_sent(now);
+        }
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
         self.metrics.request(c.node(), enc.len(), now);
         self.span.in_scope(|| {

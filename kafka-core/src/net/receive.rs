@@ -150,6 +150,9 @@ impl<T> Network<T> {
             c.muted_until = Some(now + Duration::from_millis(throttle as u64));
         }
         let node = c.node();
+        if req.api == ApiKey::Metadata {
+            self.on_metadata_answer(conn, error);
+        }
         match req.tag {
             Tag::Handshake => self.on_api_versions(conn, body, req.version, now),
             Tag::Auth => self.on_auth(conn, body, now),
@@ -163,6 +166,28 @@ impl<T> Network<T> {
             }),
         }
         Flow::Next
+    }
+
+    /// A Metadata answer's top-level error, for KIP-1102: a good answer stops the rebootstrap
+    /// trigger's count, REBOOTSTRAP_REQUIRED starts over at once (the client's metadata
+    /// handles the error as a failed request and asks again, of a bootstrap server; found by
+    /// the test of an admin client asking the same stale broker again on its open
+    /// connection).
+    fn on_metadata_answer(&mut self, conn: ConnId, error: i16) {
+        if error == 0 {
+            self.recovery.metadata_answered();
+        } else if error == kafka_proto::ErrorCode::RebootstrapRequired.code()
+            && self.cfg.rebootstrap
+        {
+            tracing::info!(
+                "a broker answered REBOOTSTRAP_REQUIRED; starting over from bootstrap.servers"
+            );
+            self.rebootstrap();
+            // Nothing more is asked of the broker that said so: it closes once idle.
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.close_when_idle = true;
+            }
+        }
     }
 
     fn on_api_versions(&mut self, conn: ConnId, body: ResponseBody, sent: i16, now: Instant) {
@@ -210,6 +235,8 @@ impl<T> Network<T> {
         }
         c.state = State::Ready;
         let addr = c.addr.clone();
+        // A broker answers: the client is not cut off (KIP-1102's trigger counts that).
+        self.recovery.broker_found(true, now);
         tracing::debug!(
             conn = conn.0,
             node = c.node(),

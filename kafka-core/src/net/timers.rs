@@ -9,6 +9,8 @@ impl<T> Network<T> {
     pub fn handle_timeout(&mut self, now: Instant) {
         // Past: the caller's drive, which follows, asks least_loaded again.
         self.patience_wake = self.patience_wake.filter(|t| *t > now);
+        self.recovery
+            .handle_timeout(self.cfg.rebootstrap_trigger, now);
         let ids: Vec<ConnId> = self.conns.keys().copied().collect();
         for id in ids {
             // A lane closed with a sibling that timed out is gone.
@@ -122,6 +124,11 @@ impl<T> Network<T> {
         // Only while a connection is still on its way (a refused one left nothing to wait on).
         if let Some(t) = self.patience_wake.filter(|_| any_on_its_way) {
             earliest(t);
+        }
+        if self.cfg.rebootstrap {
+            if let Some(t) = self.recovery.deadline(self.cfg.rebootstrap_trigger) {
+                earliest(t);
+            }
         }
         next
     }

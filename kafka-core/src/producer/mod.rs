@@ -38,7 +38,7 @@ pub use record::*;
 pub use transaction::{GroupMetadata, TransactionError, TxnOffset, TxnToken};
 
 use crate::backoff::Backoff;
-use crate::config::{Acks, MetadataRecoveryStrategy, ProducerConfig};
+use crate::config::{Acks, ProducerConfig};
 use crate::metadata::Metadata;
 use crate::metrics::producer::{BatchSent, FirstSend, ProducerMetrics};
 use crate::metrics::MetricsSnapshot;
@@ -123,8 +123,6 @@ pub struct Producer {
     idem: IdempotenceState,
     closing: Option<Instant>,
     closed: bool,
-    /// Since when a due metadata refresh has found no broker to send to.
-    no_broker_since: Option<Instant>,
     /// Since when each leader's connection (by lane) has had ready batches it could not take
     /// (for `partitioner.availability.timeout.ms`).
     stalled_since: BTreeMap<(NodeId, usize), Instant>,
@@ -192,11 +190,6 @@ impl crate::net::Machine for Producer {
         next.at(self.in_flight.next_due());
         next.at(self.pending.next_deadline());
         next.future(self.idem.retry_at(), now);
-        next.future(
-            self.no_broker_since
-                .map(|t| t + self.cfg.metadata_recovery_rebootstrap_trigger),
-            now,
-        );
         next.at(self.closing.filter(|_| !self.closed));
         next.at(self.txn.as_ref().and_then(|t| t.poll_timeout()));
         next.0
@@ -260,7 +253,6 @@ impl Producer {
             idem: IdempotenceState::default(),
             closing: None,
             closed: false,
-            no_broker_since: None,
             stalled_since: BTreeMap::new(),
             linger_at: None,
             holding: None,

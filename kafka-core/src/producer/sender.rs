@@ -51,20 +51,10 @@ impl Producer {
         if self.metadata.next_refresh().is_none_or(|t| t > now) {
             return;
         }
+        // With no broker to ask, the network counts towards KIP-1102's rebootstrap.
         let Some(conn) = self.net.least_loaded(now) else {
-            // No broker to ask. After metadata.recovery.rebootstrap.trigger.ms of that, go back
-            // to bootstrap.servers (KIP-899), if the strategy allows.
-            let since = *self.no_broker_since.get_or_insert(now);
-            let rebootstrap =
-                self.cfg.metadata_recovery_strategy == MetadataRecoveryStrategy::Rebootstrap;
-            if rebootstrap && now >= since + self.cfg.metadata_recovery_rebootstrap_trigger {
-                self.net.rebootstrap();
-                self.no_broker_since = None;
-                self.net.least_loaded(now);
-            }
             return;
         };
-        self.no_broker_since = None;
         if let Some(req) = self.metadata.poll_request(now) {
             if self.net.send(conn, &req, Tag::Metadata, now).is_err() {
                 self.metadata.handle_failure(now);
@@ -342,17 +332,13 @@ impl Producer {
                 tag: Tag::Metadata,
                 body: ResponseBody::Metadata(resp),
                 ..
-            } if resp.error_code == ErrorCode::RebootstrapRequired.code() => {
-                self.metadata.handle_failure(now);
-                self.net.rebootstrap();
-            }
-            NetEvent::Response {
-                tag: Tag::Metadata,
-                body: ResponseBody::Metadata(resp),
-                ..
             } => {
                 let update = self.metadata.handle_response(&resp, now);
-                self.net.update_nodes(self.metadata.nodes(), now);
+                // Not after a refusal: after REBOOTSTRAP_REQUIRED the network forgot the
+                // known brokers, to start over from bootstrap.servers.
+                if resp.error_code == 0 {
+                    self.net.update_nodes(self.metadata.nodes(), now);
+                }
                 // A recreated topic has no producer state on the broker: its partitions'
                 // sequences start over at 0.
                 for topic in &update.recreated {
