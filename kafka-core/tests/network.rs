@@ -27,6 +27,8 @@ struct Harness {
     events: Vec<NetEvent<u32>>,
     /// Addresses whose connects never complete (a vanished host).
     hang: std::collections::BTreeSet<String>,
+    /// Every request the brokers received, in order (closed connections' too).
+    broker_requests: Vec<RequestBody>,
 }
 
 fn cfg(seed: u64) -> NetConfig {
@@ -70,6 +72,7 @@ impl Harness {
             log: Vec::new(),
             events: Vec::new(),
             hang: Default::default(),
+            broker_requests: Vec::new(),
         }
     }
 
@@ -88,12 +91,11 @@ impl Harness {
                         .handle_connect_failed(conn, ConnectError::Refused, self.now),
                 },
                 Transmit::Send { conn, bytes } => {
-                    let out = self
-                        .brokers
-                        .get_mut(&conn)
-                        .expect("open")
-                        .receive(&bytes)
-                        .unwrap();
+                    let b = self.brokers.get_mut(&conn).expect("open");
+                    let before = b.requests().len();
+                    let out = b.receive(&bytes).unwrap();
+                    (self.broker_requests)
+                        .extend(b.requests()[before..].iter().map(|r| r.1.clone()));
                     if !out.bytes.is_empty() {
                         self.net.handle_received(conn, &out.bytes, self.now);
                     }
@@ -263,8 +265,8 @@ fn api_versions_falls_back_to_the_brokers_highest_and_then_negotiates() {
         .collect();
     assert_eq!(
         api_versions_sent,
-        [4, 2],
-        "v4 refused, retried at the broker's v2"
+        [5, 2],
+        "v5 refused, retried at the broker's v2"
     );
     assert_eq!(
         h.net.version(conn, kafka_sim::proto::ApiKey::Metadata),
@@ -628,6 +630,63 @@ fn rebootstrap_required_starts_over_from_bootstrap() {
     assert_eq!(h.connects().last().unwrap().1, "a:1");
 }
 
+/// KIP-1242: the handshake names the cluster and node meant (ApiVersions v5), and a broker that
+/// is not that node answers REBOOTSTRAP_REQUIRED: the client forgets the addresses it knew and
+/// starts over from bootstrap.servers.
+#[test]
+fn a_handshake_refused_with_rebootstrap_required_starts_over_from_bootstrap() {
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|addr| match addr.to_string().as_str() {
+            "b:2" => Some(ScriptedBroker::new(metadata_ok).refusing_handshake(129)),
+            _ => Some(ScriptedBroker::new(metadata_ok)),
+        }),
+    );
+    h.net.set_cluster_id(Some("cluster-a"));
+    h.net.update_nodes([(2, hp("b:2"))], h.now);
+    assert!(h.net.least_loaded(h.now).is_none());
+    h.pump();
+    assert!(!h.net.knows(2), "forgotten");
+    h.least_loaded();
+    let connects: Vec<String> = h.connects().into_iter().map(|c| c.1).collect();
+    assert_eq!(connects, ["b:2", "a:1"]);
+    // The handshake to node 2 named it and the cluster; the seed's named neither.
+    let handshakes: Vec<(Option<String>, i32)> = (h.broker_requests.iter())
+        .filter_map(|r| match r {
+            RequestBody::ApiVersions(v) => Some((v.cluster_id.clone(), v.node_id)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(handshakes, [(Some("cluster-a".into()), 2), (None, -1)]);
+}
+
+/// A broker that speaks ApiVersions v5 but closes a handshake naming the cluster (Tansu 0.6):
+/// the client connects to it again, after its reconnect backoff, without the check.
+#[test]
+fn a_broker_closing_the_cluster_check_is_asked_without_it() {
+    let mut h = Harness::new(
+        1,
+        &["a:1"],
+        Box::new(|_| Some(ScriptedBroker::new(metadata_ok).closing_on_cluster_check())),
+    );
+    h.net.set_cluster_id(Some("cluster-a"));
+    h.net.update_nodes([(2, hp("b:2"))], h.now);
+    assert!(h.net.least_loaded(h.now).is_none());
+    h.pump();
+    let wake = h.net.poll_timeout().expect("a reconnect");
+    h.advance_to(wake);
+    let conn = h.try_least_loaded(3).expect("connected without the check");
+    assert_eq!(h.connects().last().unwrap(), &(conn, "b:2".to_string()));
+    let handshakes: Vec<Option<String>> = (h.broker_requests.iter())
+        .filter_map(|r| match r {
+            RequestBody::ApiVersions(v) => Some(v.cluster_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(handshakes, [Some("cluster-a".to_string()), None]);
+}
+
 #[test]
 fn same_seed_same_bytes() {
     let run = |seed| {
@@ -698,7 +757,7 @@ fn a_hybrid_unsupported_version_handshake_retries_at_v0_unthrottled() {
     let Some(Transmit::Send { bytes, .. }) = net.poll_transmit() else {
         panic!("ApiVersions")
     };
-    assert_eq!(&bytes[4..8], [0, 18, 0, 4], "ApiVersions v4 first");
+    assert_eq!(&bytes[4..8], [0, 18, 0, 5], "ApiVersions v5 first");
     // The mock's bytes, as captured: correlation id 0, UNSUPPORTED_VERSION, then a hybrid body.
     let reply = [
         0, 0, 0, 17, 0, 0, 0, 0, 0, 0x23, 1, 0, 0x12, 0, 0, 0, 2, 0, 0, 0, 0,

@@ -3,7 +3,10 @@
 //! For every API, version and direction, proptest picks seeds for random version-valid values.
 //! Each value goes through our encoder and their decoder and encoder, then through our decoder:
 //! the bytes must match exactly and the value must come back unchanged. The set of covered
-//! (API, version, direction) triples must equal the set our own API table declares.
+//! (API, version, direction) triples must equal the set our own API table declares, but for
+//! the versions Kafka 4.2-4.4 added, which `kafka-protocol` does not know: those (listed in
+//! [`NEWER_THAN_KAFKA_PROTOCOL`]) are checked against Kafka's own Java message classes by
+//! `tests/tests/codec_java.rs`, with every other version too.
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
@@ -16,13 +19,24 @@ use kafka_proto::messages::*;
 use kafka_proto::testkit::{Gen, Random};
 use kafka_proto::{ApiKey, Decode, Encode};
 use kafka_protocol::messages as kp;
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::protocol::{Decodable, Encodable, Message};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
 static COVERED: Mutex<BTreeSet<(ApiKey, i16, Direction)>> = Mutex::new(BTreeSet::new());
 
 const CASES: u32 = 48;
+
+/// The newest version of each API that `kafka-protocol` 0.18 (Kafka 4.1) lacks, where ours is
+/// newer (Kafka 4.4's).
+const NEWER_THAN_KAFKA_PROTOCOL: &[(ApiKey, i16)] = &[
+    (ApiKey::ListOffsets, 11),
+    (ApiKey::OffsetCommit, 10),
+    (ApiKey::OffsetFetch, 10),
+    (ApiKey::ApiVersions, 5),
+    (ApiKey::TxnOffsetCommit, 6),
+    (ApiKey::DeleteGroups, 3),
+];
 
 /// Our bytes through their codec and back, for one seed.
 fn one<O, T>(key: ApiKey, version: i16, seed: u64) -> Result<(), TestCaseError>
@@ -65,9 +79,9 @@ where
 fn run<O, T>(key: ApiKey, dirs: [Direction; 2])
 where
     O: Random + Encode + Decode + PartialEq + Debug,
-    T: Encodable + Decodable + Debug,
+    T: Encodable + Decodable + Message + Debug,
 {
-    for version in key.min_version()..=key.max_version() {
+    for version in key.min_version()..=key.max_version().min(T::VERSIONS.max) {
         let mut runner = TestRunner::new(Config {
             cases: CASES,
             failure_persistence: None,
@@ -164,10 +178,26 @@ fn every_api_version_and_direction_matches_kafka_protocol() {
             dirs
         );
     }
-    assert_eq!(
-        covered, declared,
-        "covered triples differ from the API table"
+    assert!(
+        covered.is_subset(&declared),
+        "covered triples the API table lacks"
     );
+    // What kafka-protocol could not check: only the versions listed as newer than its own.
+    let uncovered: BTreeSet<_> = declared.difference(&covered).collect();
+    println!("newer than kafka-protocol (see tests/tests/codec_java.rs): {uncovered:?}");
+    for t in &uncovered {
+        assert!(
+            NEWER_THAN_KAFKA_PROTOCOL.contains(&(t.0, t.1)),
+            "{t:?} is declared but not covered: a version newer than kafka-protocol's belongs \
+             in NEWER_THAN_KAFKA_PROTOCOL (and tests/tests/codec_java.rs checks it)"
+        );
+    }
+    for (key, version) in NEWER_THAN_KAFKA_PROTOCOL {
+        assert!(
+            uncovered.iter().any(|t| t.0 == *key && t.1 == *version),
+            "{key} v{version} is covered by kafka-protocol now: drop it from the list"
+        );
+    }
     // 4 directions for every version of every API: the broker feature is on in this test.
     assert_eq!(declared.len() % 4, 0);
 }

@@ -50,6 +50,11 @@ pub struct ScriptedBroker {
     now: SimTime,
     /// Encoded responses not yet due, in send order: (due, bytes, close after).
     queued: std::collections::VecDeque<(SimTime, Bytes, bool)>,
+    /// An error code to answer the ApiVersions handshake with.
+    refuse_handshake: Option<i16>,
+    /// Closes the connection on an ApiVersions request that names a cluster (KIP-1242), as
+    /// Tansu 0.6 does.
+    close_on_cluster_check: bool,
 }
 
 impl std::fmt::Debug for ScriptedBroker {
@@ -63,12 +68,21 @@ impl std::fmt::Debug for ScriptedBroker {
 
 /// The APIs a broker advertises by default: every one this codec implements, at its versions,
 /// except KIP-714 telemetry, which Apache Kafka offers only with a telemetry receiver
-/// configured (advertise it with [`ScriptedBroker::with_versions`]).
+/// configured (advertise it with [`ScriptedBroker::with_versions`]), and up to the versions
+/// the simulated coordinators answer: they find topics by name, so not OffsetCommit and
+/// OffsetFetch v10 or TxnOffsetCommit v6, which name them only by id.
 pub fn default_versions() -> Vec<(i16, i16, i16)> {
     ApiKey::ALL
         .iter()
         .filter(|k| !matches!(k, ApiKey::GetTelemetrySubscriptions | ApiKey::PushTelemetry))
-        .map(|k| (k.key(), k.min_version(), k.max_version()))
+        .map(|k| {
+            let max = match k {
+                ApiKey::OffsetCommit | ApiKey::OffsetFetch => 9,
+                ApiKey::TxnOffsetCommit => 5,
+                k => k.max_version(),
+            };
+            (k.key(), k.min_version(), max)
+        })
         .collect()
 }
 
@@ -87,7 +101,23 @@ impl ScriptedBroker {
             closed: false,
             now: SimTime::ZERO,
             queued: Default::default(),
+            refuse_handshake: None,
+            close_on_cluster_check: false,
         }
+    }
+
+    /// Closes the connection on an ApiVersions request naming a cluster (KIP-1242's check),
+    /// as Tansu 0.6 does.
+    pub fn closing_on_cluster_check(mut self) -> Self {
+        self.close_on_cluster_check = true;
+        self
+    }
+
+    /// Answers the ApiVersions handshake with `code` (say REBOOTSTRAP_REQUIRED, 129: a broker
+    /// that is not the node the client named, KIP-1242).
+    pub fn refusing_handshake(mut self, code: i16) -> Self {
+        self.refuse_handshake = Some(code);
+        self
     }
 
     /// Advertises exactly these `(api key, min, max)` ranges, in this order (real brokers
@@ -187,7 +217,17 @@ impl ScriptedBroker {
     }
 
     fn reply(&mut self, header: &RequestHeader, body: &RequestBody) -> Reply {
-        if let RequestBody::ApiVersions(_) = body {
+        if let RequestBody::ApiVersions(req) = body {
+            if self.close_on_cluster_check && req.cluster_id.is_some() {
+                return Reply::Close;
+            }
+            if let Some(code) = self.refuse_handshake {
+                let resp = ApiVersionsResponse {
+                    error_code: code,
+                    ..Default::default()
+                };
+                return Reply::Respond(ResponseBody::ApiVersions(resp));
+            }
             return self.api_versions(header.api_version);
         }
         (self.handler)(header, body)

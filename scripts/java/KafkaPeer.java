@@ -23,8 +23,13 @@
 //   member BOOTSTRAP GROUP TOPIC [k=v]...   a group member: prints `assigned p,p`, `revoked
 //                                           p,p`, `record p offset value`, commits after each
 //                                           poll; stops at the line `stop` on stdin
+//   codec                                   stdin: `KEY VERSION req|resp HEX` message bodies;
+//                                           each read by Kafka's generated message class and
+//                                           written back at that version: `ok HEX`, or `error
+//                                           WHY` (kafka-rs's codec differential)
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -47,6 +52,10 @@ import org.apache.kafka.clients.producer.internals.BuiltInPartitioner;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.message.ApiMessageType;
+import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.protocol.MessageUtil;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -66,6 +75,7 @@ public class KafkaPeer {
             case "consume" -> consume(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), settings(args, 5));
             case "partition" -> partition(Integer.parseInt(args[1]));
             case "member" -> member(args[1], args[2], args[3], settings(args, 4));
+            case "codec" -> codec();
             default -> throw new IllegalArgumentException("unknown subcommand " + args[0]);
         }
     }
@@ -327,6 +337,31 @@ public class KafkaPeer {
         String line;
         while ((line = in.readLine()) != null) {
             out.append(BuiltInPartitioner.partitionForKey(HEX.parseHex(line), n)).append('\n');
+        }
+        System.out.print(out);
+    }
+
+    static void codec() throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        StringBuilder out = new StringBuilder();
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] p = line.split(" ", -1);
+            short version = Short.parseShort(p[1]);
+            try {
+                ApiMessageType type = ApiMessageType.fromApiKey(Short.parseShort(p[0]));
+                ApiMessage m = p[2].equals("req") ? type.newRequest() : type.newResponse();
+                ByteBuffer body = ByteBuffer.wrap(HEX.parseHex(p[3]));
+                m.read(new ByteBufferAccessor(body), version);
+                if (body.hasRemaining()) {
+                    throw new IllegalStateException(body.remaining() + " byte(s) left unread");
+                }
+                ByteBuffer back = MessageUtil.toByteBufferAccessor(m, version).buffer();
+                byte[] bytes = MessageUtil.byteBufferToArray(back);
+                out.append("ok ").append(HEX.formatHex(bytes)).append('\n');
+            } catch (Exception e) {
+                out.append("error ").append(e.toString().replace('\n', ' ')).append('\n');
+            }
         }
         System.out.print(out);
     }

@@ -641,6 +641,7 @@ impl Admin {
     }
 
     fn learn(&mut self, resp: &MetadataResponse, now: Instant) {
+        self.net.set_cluster_id(resp.cluster_id.as_deref());
         let nodes: Vec<(NodeId, HostPort)> = broker_addresses(resp).collect();
         if !nodes.is_empty() {
             self.net.update_nodes(nodes, now);

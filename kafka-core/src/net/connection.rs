@@ -90,6 +90,8 @@ pub(crate) struct Connection<T> {
     /// A data connection still being set up then is reported as a node failure (see
     /// [`super::Network::handle_timeout`]); `None` for other connections.
     pub slow_wake: Option<Instant>,
+    /// Its ApiVersions request named the cluster and node (KIP-1242).
+    pub cluster_checked: bool,
 }
 
 /// How many unanswered correlation ids a connection remembers.
@@ -108,6 +110,7 @@ impl<T> Connection<T> {
             last_active: now,
             muted_until: None,
             close_when_idle: false,
+            cluster_checked: false,
             unanswered: VecDeque::new(),
             tls: None,
             sasl: None,

@@ -206,6 +206,15 @@ impl<T> Network<T> {
             }
         }
         if let Some(code) = kafka_proto::ErrorCode::from_code(resp.error_code) {
+            if code == kafka_proto::ErrorCode::RebootstrapRequired && self.cfg.rebootstrap {
+                // KIP-1242: the broker at this address is not the node (or cluster) the client
+                // meant; its addresses are stale.
+                tracing::info!(
+                    conn = conn.0,
+                    "a broker answered the handshake with REBOOTSTRAP_REQUIRED (not the node or cluster expected); starting over from bootstrap.servers"
+                );
+                self.rebootstrap();
+            }
             if let Some(c) = self.conns.get(&conn) {
                 self.last_problem = stamp(
                     now,

@@ -337,6 +337,7 @@ impl Producer {
                 // Not after a refusal: after REBOOTSTRAP_REQUIRED the network forgot the
                 // known brokers, to start over from bootstrap.servers.
                 if resp.error_code == 0 {
+                    self.net.set_cluster_id(resp.cluster_id.as_deref());
                     self.net.update_nodes(self.metadata.nodes(), now);
                 }
                 // A recreated topic has no producer state on the broker: its partitions'

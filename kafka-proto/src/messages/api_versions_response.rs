@@ -1,6 +1,6 @@
 //! ApiVersions response (API key 18): discover the versions a broker supports.
 //!
-//! Versions 0-4, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+//! Versions 0-5, as in Kafka 4.4. Field lines are in wire order; [`crate::schema`] gives the syntax.
 
 kafka_struct! {
     pub struct ApiVersion {

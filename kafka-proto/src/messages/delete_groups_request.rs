@@ -1,6 +1,6 @@
 //! DeleteGroups request (API key 42): delete consumer groups that have no members.
 //!
-//! Versions 0-2, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+//! Versions 0-3, as in Kafka 4.4. Field lines are in wire order; [`crate::schema`] gives the syntax.
 
 kafka_struct! {
     pub struct DeleteGroupsRequest {

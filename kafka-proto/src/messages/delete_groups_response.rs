@@ -1,6 +1,6 @@
 //! DeleteGroups response (API key 42): delete consumer groups that have no members.
 //!
-//! Versions 0-2, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+//! Versions 0-3, as in Kafka 4.4. Field lines are in wire order; [`crate::schema`] gives the syntax.
 
 kafka_struct! {
     pub struct DeleteGroupsResponse {
@@ -17,5 +17,7 @@ kafka_struct! {
         group_id: String [v ..],
         /// The deletion error, or 0 if the deletion succeeded.
         error_code: i16 [v ..],
+        /// The error message, or null if there was no error.
+        error_message: Option<String> [v 3.., default None],
     }
 }

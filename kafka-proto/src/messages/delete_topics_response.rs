@@ -7,7 +7,7 @@ use uuid::Uuid;
 kafka_struct! {
     pub struct DeletableTopicResult {
         /// The topic name.
-        name: Option<String> [v ..],
+        name: Option<String> [v .., null 6..],
         /// The unique topic ID.
         topic_id: Uuid [v 6..],
         /// The deletion error, or 0 if the deletion succeeded.

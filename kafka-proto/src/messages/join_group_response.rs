@@ -15,7 +15,7 @@ kafka_struct! {
         /// The group protocol name.
         protocol_type: Option<String> [v 7.., default None],
         /// The group protocol selected by the coordinator.
-        protocol_name: Option<String> [v ..],
+        protocol_name: Option<String> [v .., null 7..],
         /// The leader of the group.
         leader: String [v ..],
         /// True if the leader must skip running the assignment.

@@ -1,6 +1,6 @@
 //! ListOffsets response (API key 2): look up offsets by timestamp, earliest or latest.
 //!
-//! Versions 1-10, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+//! Versions 1-11, as in Kafka 4.4. Field lines are in wire order; [`crate::schema`] gives the syntax.
 
 kafka_struct! {
     pub struct ListOffsetsPartitionResponse {

@@ -60,7 +60,7 @@ kafka_struct! {
         /// The topic error, or 0 if there was no error.
         error_code: i16 [v ..],
         /// The topic name. Null for non-existing topics queried by ID. This is never null when ErrorCode is zero. One of Name and TopicId is always populated.
-        name: Option<String> [v ..],
+        name: Option<String> [v .., null 12..],
         /// The topic id. Zero for non-existing topics queried by name. This is never zero when ErrorCode is zero. One of Name and TopicId is always populated.
         topic_id: Uuid [v 10..],
         /// True if the topic is internal.

@@ -1,6 +1,8 @@
 //! OffsetCommit response (API key 8): store a group's consumed offsets.
 //!
-//! Versions 2-9, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+//! Versions 2-10, as in Kafka 4.4. Field lines are in wire order; [`crate::schema`] gives the syntax.
+
+use uuid::Uuid;
 
 kafka_struct! {
     pub struct OffsetCommitResponse {
@@ -23,7 +25,9 @@ kafka_struct! {
 kafka_struct! {
     pub struct OffsetCommitResponseTopic {
         /// The topic name.
-        name: String [v ..],
+        name: String [v ..=9],
+        /// The topic ID (KIP-848).
+        topic_id: Uuid [v 10..],
         /// The responses for each partition in the topic.
         partitions: Vec<OffsetCommitResponsePartition> [v ..],
     }

@@ -1,13 +1,15 @@
 //! OffsetFetch request (API key 9): read a group's committed offsets.
 //!
-//! Versions 1-9, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+//! Versions 1-10, as in Kafka 4.4. Field lines are in wire order; [`crate::schema`] gives the syntax.
+
+use uuid::Uuid;
 
 kafka_struct! {
     pub struct OffsetFetchRequest {
         /// The group to fetch offsets for.
         group_id: String [v 1..=7],
         /// Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
-        topics: Option<Vec<OffsetFetchRequestTopic>> [v 1..=7],
+        topics: Option<Vec<OffsetFetchRequestTopic>> [v 1..=7, null 2..=7],
         /// Each group we would like to fetch offsets for.
         groups: Vec<OffsetFetchRequestGroup> [v 8..],
         /// Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions.
@@ -40,7 +42,9 @@ kafka_struct! {
 kafka_struct! {
     pub struct OffsetFetchRequestTopics {
         /// The topic name.
-        name: String [v 8..],
+        name: String [v 8..=9],
+        /// The topic ID (KIP-848).
+        topic_id: Uuid [v 10..],
         /// The partition indexes we would like to fetch offsets for.
         partition_indexes: Vec<i32> [v 8..],
     }

@@ -1,6 +1,8 @@
 //! OffsetFetch response (API key 9): read a group's committed offsets.
 //!
-//! Versions 1-9, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+//! Versions 1-10, as in Kafka 4.4. Field lines are in wire order; [`crate::schema`] gives the syntax.
+
+use uuid::Uuid;
 
 kafka_struct! {
     pub struct OffsetFetchResponse {
@@ -68,7 +70,9 @@ kafka_struct! {
 kafka_struct! {
     pub struct OffsetFetchResponseTopics {
         /// The topic name.
-        name: String [v 8..],
+        name: String [v 8..=9],
+        /// The topic ID (KIP-848).
+        topic_id: Uuid [v 10..],
         /// The responses per partition.
         partitions: Vec<OffsetFetchResponsePartitions> [v 8..],
     }

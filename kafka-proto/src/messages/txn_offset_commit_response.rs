@@ -1,6 +1,8 @@
 //! TxnOffsetCommit response (API key 28): commit offsets inside a transaction.
 //!
-//! Versions 0-5, as in Kafka 4.1. Field lines are in wire order; [`crate::schema`] gives the syntax.
+//! Versions 0-6, as in Kafka 4.4. Field lines are in wire order; [`crate::schema`] gives the syntax.
+
+use uuid::Uuid;
 
 kafka_struct! {
     pub struct TxnOffsetCommitResponse {
@@ -23,7 +25,9 @@ kafka_struct! {
 kafka_struct! {
     pub struct TxnOffsetCommitResponseTopic {
         /// The topic name.
-        name: String [v ..],
+        name: String [v ..=5],
+        /// The topic ID (KIP-1319).
+        topic_id: Uuid [v 6..],
         /// The responses for each partition in the topic.
         partitions: Vec<TxnOffsetCommitResponsePartition> [v ..],
     }

@@ -322,6 +322,11 @@ impl Run {
                 }
             }
             Fault::RefuseConnect => self.sim.wire().refuse_next = true,
+            Fault::Quota => {
+                counts.conn_quota += 1;
+                self.sim.wire().quota = true;
+            }
+            Fault::QuotaEnd => self.sim.wire().quota = false,
             Fault::CrashMember | Fault::LeaveMember => {
                 let live = self.live();
                 if live.is_empty() {
@@ -671,6 +676,9 @@ fn check_final(run: &Run) -> Result<Report, Failure> {
         (Some(p), None) => p.into(),
         (Some(p), Some(m)) => format!("{p} {m}"),
     };
+    if let Some(storm) = &w.storm {
+        return Err(Failure::new(storm.clone()));
+    }
     let stats = w.cluster.stats();
     report.authentications = stats.authentications;
     if stats.expired_sessions > 0 || stats.unauthenticated > 0 || stats.early_reauths > 0 {

@@ -356,6 +356,11 @@ fn apply(
             }
         }
         Fault::RefuseConnect => w.refuse_next = true,
+        Fault::Quota => {
+            c.conn_quota += 1;
+            w.quota = true;
+        }
+        Fault::QuotaEnd => w.quota = false,
         Fault::CrashMember | Fault::LeaveMember => {
             let live: Vec<usize> = members
                 .iter()

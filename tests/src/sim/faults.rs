@@ -39,6 +39,9 @@ pub struct FaultCounts {
     pub conn_slow: u64,
     /// Connects refused.
     pub connect_refused: u64,
+    /// Spells of a connection quota: every broker closes new connections during their
+    /// handshake (Kafka's `max.connections`, or a broker that cannot read the handshake).
+    pub conn_quota: u64,
     /// Group members crashed.
     pub member_crash: u64,
     /// Group members added.
@@ -67,6 +70,7 @@ impl FaultCounts {
         self.conn_reset_mid_stream += o.conn_reset_mid_stream;
         self.conn_slow += o.conn_slow;
         self.connect_refused += o.connect_refused;
+        self.conn_quota += o.conn_quota;
         self.member_crash += o.member_crash;
         self.member_join += o.member_join;
         self.member_leave += o.member_leave;
@@ -92,6 +96,7 @@ impl FaultCounts {
             ("connection reset mid-stream", self.conn_reset_mid_stream),
             ("slow connection", self.conn_slow),
             ("refused connect", self.connect_refused),
+            ("connection quota", self.conn_quota),
             ("member crash", self.member_crash),
             ("member join", self.member_join),
             ("member leave", self.member_leave),
@@ -139,6 +144,12 @@ pub enum Fault {
     SlowConn,
     /// Refuse the next connect.
     RefuseConnect,
+    /// Every broker closes new connections during their handshake (a connection quota such
+    /// as Kafka's `max.connections` per IP: accepted, then closed), until [`Fault::QuotaEnd`];
+    /// open connections go on.
+    Quota,
+    /// The quota lifts.
+    QuotaEnd,
     /// Crash a group member (and start a new one).
     CrashMember,
     /// Add a group member.
@@ -162,6 +173,8 @@ pub struct Faults {
     out: Vec<i32>,
     /// Whether [`Fault::Vanish`] follows the faulty phase.
     vanish: bool,
+    /// Whether a [`Fault::Quota`] is on.
+    quota: bool,
 }
 
 impl Faults {
@@ -177,6 +190,7 @@ impl Faults {
             recoveries: Vec::new(),
             out: Vec::new(),
             vanish: false,
+            quota: false,
         }
     }
 
@@ -201,6 +215,9 @@ impl Faults {
             if let Fault::RestartBroker(n) | Fault::Heal(n) = f {
                 self.out.retain(|o| *o != n);
             }
+            if f == Fault::QuotaEnd {
+                self.quota = false;
+            }
             out.push(f);
         }
         if self.enabled && self.next <= now && self.next < self.end {
@@ -215,7 +232,7 @@ impl Faults {
     fn pick(&mut self, now: Instant) -> Option<Fault> {
         let broker = 1 + self.dice.below(3) as i32;
         let back = now + Duration::from_millis(300 + self.dice.below(2500));
-        match self.dice.below(13) {
+        match self.dice.below(14) {
             // At most one broker out at a time, mostly: acks=all (min.insync.replicas=2) can
             // go on. Sometimes two, so that it cannot for a while.
             0 | 1
@@ -267,6 +284,11 @@ impl Faults {
                 [0, 0, 1][self.dice.below(3) as usize],
                 300 + self.dice.below(3000),
             )),
+            13 if !self.quota => {
+                self.quota = true;
+                self.recoveries.push((back, Fault::QuotaEnd));
+                Some(Fault::Quota)
+            }
             _ => None,
         }
     }
@@ -274,6 +296,7 @@ impl Faults {
     /// Ends the faulty phase: every broker comes back.
     pub fn recover_all(&mut self) -> Vec<Fault> {
         self.enabled = false;
+        self.quota = false;
         self.out.clear();
         // A fence not yet due would take a broker down for good after its heal.
         let now: Vec<Fault> = self

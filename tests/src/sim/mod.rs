@@ -97,6 +97,10 @@ pub struct World {
     pub clients: Vec<Option<Client>>,
     /// The next connect is refused (an injected fault).
     pub refuse_next: bool,
+    /// Every broker closes new connections during their handshake (an injected fault).
+    pub quota: bool,
+    /// Each client's connects in the last second, to find reconnect storms.
+    connects: std::collections::BTreeMap<usize, std::collections::VecDeque<Instant>>,
     /// Clients not running (a starved machine: the process gets no CPU while time moves
     /// on), until when, with what the network delivered to them meanwhile, in order.
     stalled: std::collections::BTreeMap<usize, (Instant, Vec<Delivery>)>,
@@ -105,6 +109,11 @@ pub struct World {
     hash: u64,
     steps: u64,
 }
+
+/// The most connections a client may open within a second: three brokers, two lanes and a
+/// coordinator each, the bootstrap list, and their reconnects, which back off from
+/// `reconnect.backoff.ms` (50 ms) doubling.
+const CONNECTS_PER_SECOND: usize = 40;
 
 fn key(client: usize, conn: ConnId) -> ConnKey {
     ((client as u64) << 32) | (conn.0 & 0xffff_ffff)
@@ -123,6 +132,8 @@ impl World {
             net: SimNet::new(NetConfig::default(), seed),
             clients: Vec::new(),
             refuse_next: false,
+            quota: false,
+            connects: Default::default(),
             stalled: Default::default(),
             trace_on: false,
             trace: Vec::new(),
@@ -261,6 +272,17 @@ impl World {
             return Ok(());
         }
         match d {
+            Delivery::Connected(k, node) if self.quota => {
+                // Accepted, and closed before the handshake is answered.
+                let (i, conn) = split(k);
+                self.note(format_args!(
+                    "net: c{i}/{} connected to {node}, closed by its quota",
+                    conn.0
+                ));
+                self.net.broker_close(k, t);
+                self.with_client(i, |c, now| c.handle_connected(conn, now));
+                self.drain_client(i)?;
+            }
             Delivery::Connected(k, node) => {
                 let (i, conn) = split(k);
                 if self.cluster.accept(k, node) {
@@ -371,6 +393,7 @@ impl World {
             match tx {
                 Transmit::Connect { conn, addr } => {
                     let k = key(i, conn);
+                    self.count_connect(i)?;
                     self.note(format_args!(
                         "c{i}/{} connect {}:{}",
                         conn.0, addr.host, addr.port
@@ -392,6 +415,28 @@ impl World {
                 _ => unreachable!("a variant this test does not know"),
             }
         }
+    }
+
+    /// A client opens a connection: more than [`CONNECTS_PER_SECOND`] within a second is a
+    /// reconnect storm (reconnects must back off, whatever fails).
+    fn count_connect(&mut self, i: usize) -> Result<(), Failure> {
+        let now = self.now;
+        let recent = self.connects.entry(i).or_default();
+        recent.push_back(now);
+        while recent
+            .front()
+            .is_some_and(|t| *t + Duration::from_secs(1) <= now)
+        {
+            recent.pop_front();
+        }
+        if recent.len() > CONNECTS_PER_SECOND {
+            return Err(Failure::new(format!(
+                "c{i} opened {} connections within a second (a reconnect storm: reconnects must \
+                 back off)",
+                recent.len()
+            )));
+        }
+        Ok(())
     }
 
     /// A client crashes: it is gone, and its connections reset.

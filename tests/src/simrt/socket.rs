@@ -46,9 +46,21 @@ pub struct Wire {
     next_key: ConnKey,
     /// The next connect is refused (an injected fault).
     pub refuse_next: bool,
+    /// Every broker closes new connections before answering their handshake (an injected
+    /// fault: a connection quota).
+    pub quota: bool,
+    /// Each task's connects in the last second, to find reconnect storms.
+    connects: BTreeMap<Option<super::TaskId>, VecDeque<SimTime>>,
+    /// The first reconnect storm seen: a task that opened more than
+    /// [`CONNECTS_PER_SECOND`] connections within a second.
+    pub storm: Option<String>,
     /// What happened, for the run's trace.
     pub log: Vec<String>,
 }
+
+/// The most connections one client's task may open within a second (as the core
+/// simulation's bound): more is a reconnect storm.
+const CONNECTS_PER_SECOND: usize = 40;
 
 fn wake(s: &mut Socket) {
     if let Some(w) = s.waker.take() {
@@ -65,6 +77,9 @@ impl Wire {
             sockets: BTreeMap::new(),
             next_key: 1,
             refuse_next: false,
+            quota: false,
+            connects: BTreeMap::new(),
+            storm: None,
             log: Vec::new(),
         }
     }
@@ -92,6 +107,21 @@ impl Wire {
         );
         let by = owner.map_or_else(String::new, |t| format!(" (task {t})"));
         self.log.push(format!("connect {key} {host}:{port}{by}"));
+        let recent = self.connects.entry(owner).or_default();
+        recent.push_back(now);
+        while recent
+            .front()
+            .is_some_and(|t| *t + SimTime::from_secs(1) <= now)
+        {
+            recent.pop_front();
+        }
+        if recent.len() > CONNECTS_PER_SECOND && self.storm.is_none() {
+            self.storm = Some(format!(
+                "a client{by} opened {} connections within a second, the last at {now:?} (a \
+                 reconnect storm: reconnects must back off)",
+                recent.len()
+            ));
+        }
         match self.cluster.node_at(host, port) {
             Some(_) if std::mem::take(&mut self.refuse_next) => self.net.refuse(key, now),
             Some(node) => self.net.connect(key, node, now),
@@ -117,7 +147,13 @@ impl Wire {
                     return;
                 }
                 let s = self.sockets.get_mut(&k).expect("checked");
-                if self.cluster.accept(k, node) {
+                if self.quota {
+                    // Accepted, and closed before the handshake is answered.
+                    self.log
+                        .push(format!("{k} connected to {node}, closed by its quota"));
+                    s.state = State::Open;
+                    self.net.broker_close(k, now);
+                } else if self.cluster.accept(k, node) {
                     self.log.push(format!("{k} connected to {node}"));
                     s.state = State::Open;
                 } else {
