@@ -46,6 +46,7 @@ fn cfg(seed: u64) -> NetConfig {
         metrics_push: true,
         rebootstrap: true,
         rebootstrap_trigger: Duration::from_secs(300),
+        cluster_check: true,
     }
 }
 
@@ -659,6 +660,37 @@ fn a_handshake_refused_with_rebootstrap_required_starts_over_from_bootstrap() {
         })
         .collect();
     assert_eq!(handshakes, [(Some("cluster-a".into()), 2), (None, -1)]);
+}
+
+/// With `metadata.cluster.check.enable=false` (or `metadata.recovery.strategy=none`, as in
+/// Java) the handshake names neither the cluster nor the node.
+#[test]
+fn without_the_cluster_check_the_handshake_names_nothing() {
+    for (check, rebootstrap) in [(false, true), (true, false)] {
+        let mut c = cfg(1);
+        c.cluster_check = check;
+        c.rebootstrap = rebootstrap;
+        let mut h = Harness::new(
+            1,
+            &["a:1"],
+            Box::new(|_| Some(ScriptedBroker::new(metadata_ok))),
+        );
+        h.net = Network::new(c, vec![hp("a:1")]);
+        h.net.set_cluster_id(Some("cluster-a"));
+        h.net.update_nodes([(2, hp("b:2"))], h.now);
+        h.least_loaded();
+        let handshakes: Vec<(Option<String>, i32)> = (h.broker_requests.iter())
+            .filter_map(|r| match r {
+                RequestBody::ApiVersions(v) => Some((v.cluster_id.clone(), v.node_id)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            handshakes,
+            [(None, -1)],
+            "check {check}, rebootstrap {rebootstrap}"
+        );
+    }
 }
 
 /// A broker that speaks ApiVersions v5 but closes a handshake naming the cluster (Tansu 0.6):

@@ -32,6 +32,10 @@ config_table! {
         /// `metadata.recovery.rebootstrap.trigger.ms`: how long without metadata (no reachable
         /// broker, or none answering) before rebootstrapping (KIP-1102).
         metadata_recovery_rebootstrap_trigger: Duration = "metadata.recovery.rebootstrap.trigger.ms", "300000", parse::millis(0);
+        /// `metadata.cluster.check.enable` (KIP-1242, Java 4.4): the handshake names the cluster
+        /// and node it means to reach, so that a broker at a stale address answers
+        /// REBOOTSTRAP_REQUIRED. Without effect under `metadata.recovery.strategy=none`.
+        metadata_cluster_check: bool = "metadata.cluster.check.enable", "true", parse::boolean;
         /// `socket.connection.setup.timeout.ms`.
         connection_setup_timeout: Duration = "socket.connection.setup.timeout.ms", "10000", parse::millis(0);
         /// `socket.connection.setup.timeout.max.ms`.

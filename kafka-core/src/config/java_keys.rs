@@ -36,11 +36,14 @@ impl Client {
 
 /// Keys every Java client has (CommonClientConfigs, security, metrics).
 const COMMON: &[&str] = &[
+    "bootstrap.resolve.timeout.ms",
     "bootstrap.servers",
     "client.dns.lookup",
+    "config.providers",
     "client.id",
     "connections.max.idle.ms",
     "enable.metrics.push",
+    "metadata.cluster.check.enable",
     "metadata.max.age.ms",
     "metadata.recovery.strategy",
     "metadata.recovery.rebootstrap.trigger.ms",
@@ -69,6 +72,8 @@ const PRODUCER: &[&str] = &[
     "acks",
     "batch.size",
     "buffer.memory",
+    "buffer.memory.allocation.strategy",
+    "client.rack",
     "compression.type",
     "compression.gzip.level",
     "compression.lz4.level",
@@ -87,9 +92,11 @@ const PRODUCER: &[&str] = &[
     "partitioner.ignore.keys",
     "partitioner.adaptive.partitioning.enable",
     "partitioner.availability.timeout.ms",
+    "partitioner.rack.aware",
     "retries",
     "transactional.id",
     "transaction.timeout.ms",
+    "transaction.two.phase.commit.enable",
 ];
 
 const CONSUMER: &[&str] = &[
@@ -110,6 +117,7 @@ const CONSUMER: &[&str] = &[
     "group.remote.assignor",
     "heartbeat.interval.ms",
     "interceptor.classes",
+    "internal.throw.on.fetch.stable.offset.unsupported",
     "isolation.level",
     "key.deserializer",
     "value.deserializer",
@@ -118,9 +126,11 @@ const CONSUMER: &[&str] = &[
     "max.poll.records",
     "partition.assignment.strategy",
     "session.timeout.ms",
+    "share.acknowledgement.mode",
+    "share.acquire.mode",
 ];
 
-const ADMIN: &[&str] = &["default.api.timeout.ms", "retries"];
+const ADMIN: &[&str] = &["bootstrap.controllers", "default.api.timeout.ms", "retries"];
 
 /// This project's own settings (not Java's), by the clients that take them: another client
 /// notes and ignores them as it does the Java keys of other clients, so that one set of

@@ -138,6 +138,10 @@ config_table! {
         /// `metadata.recovery.rebootstrap.trigger.ms`: how long without metadata (no reachable
         /// broker, or none answering) before rebootstrapping (KIP-1102).
         metadata_recovery_rebootstrap_trigger: Duration = "metadata.recovery.rebootstrap.trigger.ms", "300000", parse::millis(0);
+        /// `metadata.cluster.check.enable` (KIP-1242, Java 4.4): the handshake names the cluster
+        /// and node it means to reach, so that a broker at a stale address answers
+        /// REBOOTSTRAP_REQUIRED. Without effect under `metadata.recovery.strategy=none`.
+        metadata_cluster_check: bool = "metadata.cluster.check.enable", "true", parse::boolean;
         /// `max.in.flight.requests.per.connection`.
         max_in_flight: usize = "max.in.flight.requests.per.connection", "5", parse::int(1, I32_MAX);
         /// `partitioner.ignore.keys`: spread keyed records like keyless ones.
@@ -457,6 +461,7 @@ mod tests {
             "metadata.max.idle.ms",
             "metadata.recovery.strategy",
             "metadata.recovery.rebootstrap.trigger.ms",
+            "metadata.cluster.check.enable",
             "max.in.flight.requests.per.connection",
             "partitioner.ignore.keys",
             "partitioner.adaptive.partitioning.enable",

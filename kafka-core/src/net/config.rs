@@ -37,6 +37,9 @@ pub struct NetConfig {
     /// client may go without metadata (no broker to ask, or no answer) before it goes back to
     /// `bootstrap.servers`.
     pub rebootstrap_trigger: Duration,
+    /// `metadata.cluster.check.enable` (KIP-1242): name the cluster and node in the handshake
+    /// (only with `rebootstrap`, as Java).
+    pub cluster_check: bool,
 }
 
 impl NetConfig {
@@ -58,6 +61,7 @@ impl NetConfig {
             rebootstrap: c.metadata_recovery_strategy
                 == crate::config::MetadataRecoveryStrategy::Rebootstrap,
             rebootstrap_trigger: c.metadata_recovery_rebootstrap_trigger,
+            cluster_check: c.metadata_cluster_check,
         }
     }
 
@@ -78,6 +82,7 @@ impl NetConfig {
             rebootstrap: c.metadata_recovery_strategy
                 == crate::config::MetadataRecoveryStrategy::Rebootstrap,
             rebootstrap_trigger: c.metadata_recovery_rebootstrap_trigger,
+            cluster_check: c.metadata_cluster_check,
         }
     }
 
@@ -98,6 +103,7 @@ impl NetConfig {
             rebootstrap: c.metadata_recovery_strategy
                 == crate::config::MetadataRecoveryStrategy::Rebootstrap,
             rebootstrap_trigger: c.metadata_recovery_rebootstrap_trigger,
+            cluster_check: c.metadata_cluster_check,
         }
     }
 }

@@ -620,8 +620,9 @@ impl<T> Network<T> {
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
+        let check = self.cfg.cluster_check && self.cfg.rebootstrap;
         let (cluster_id, node_id) = match (&self.cluster_id, c.node()) {
-            (Some(cluster), Some(node)) if !self.no_cluster_check.contains(&c.addr) => {
+            (Some(cluster), Some(node)) if check && !self.no_cluster_check.contains(&c.addr) => {
                 (Some(cluster.clone()), node)
             }
             _ => (None, -1),
