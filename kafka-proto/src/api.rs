@@ -256,64 +256,55 @@ macro_rules! kafka_apis {
                     $( RequestBody::$name(m) => m.encode(buf, version), )*
                 }
             }
-
-            /// A random request of `key`, valid at `version` (feature `testkit`).
-            #[cfg(feature = "testkit")]
-            pub fn random(key: ApiKey, version: i16, g: &mut $crate::testkit::Gen) -> Self {
-                match key {
-                    $( ApiKey::$name => RequestBody::$name($crate::testkit::Random::random(g, key.ctx(version))), )*
-                }
-            }
-        }
-
-        #[cfg(feature = "testkit")]
-        impl ResponseBody {
-            /// A random response of `key`, valid at `version` (feature `testkit`).
-            pub fn random(key: ApiKey, version: i16, g: &mut $crate::testkit::Gen) -> Self {
-                match key {
-                    $( ApiKey::$name => ResponseBody::$name($crate::testkit::Random::random(g, key.ctx(version))), )*
-                }
-            }
         }
     };
 }
 
-kafka_apis! {
-    Produce = 0, produce_request::ProduceRequest, produce_response::ProduceResponse, 3..=13, flexible Some(9);
-    Fetch = 1, fetch_request::FetchRequest, fetch_response::FetchResponse, 4..=18, flexible Some(12);
-    ListOffsets = 2, list_offsets_request::ListOffsetsRequest, list_offsets_response::ListOffsetsResponse, 1..=11, flexible Some(6);
-    Metadata = 3, metadata_request::MetadataRequest, metadata_response::MetadataResponse, 0..=13, flexible Some(9);
-    OffsetCommit = 8, offset_commit_request::OffsetCommitRequest, offset_commit_response::OffsetCommitResponse, 2..=10, flexible Some(8);
-    OffsetFetch = 9, offset_fetch_request::OffsetFetchRequest, offset_fetch_response::OffsetFetchResponse, 1..=10, flexible Some(6);
-    FindCoordinator = 10, find_coordinator_request::FindCoordinatorRequest, find_coordinator_response::FindCoordinatorResponse, 0..=6, flexible Some(3);
-    JoinGroup = 11, join_group_request::JoinGroupRequest, join_group_response::JoinGroupResponse, 0..=9, flexible Some(6);
-    Heartbeat = 12, heartbeat_request::HeartbeatRequest, heartbeat_response::HeartbeatResponse, 0..=4, flexible Some(4);
-    LeaveGroup = 13, leave_group_request::LeaveGroupRequest, leave_group_response::LeaveGroupResponse, 0..=5, flexible Some(4);
-    SyncGroup = 14, sync_group_request::SyncGroupRequest, sync_group_response::SyncGroupResponse, 0..=5, flexible Some(4);
-    DescribeGroups = 15, describe_groups_request::DescribeGroupsRequest, describe_groups_response::DescribeGroupsResponse, 0..=6, flexible Some(5);
-    ListGroups = 16, list_groups_request::ListGroupsRequest, list_groups_response::ListGroupsResponse, 0..=5, flexible Some(3);
-    SaslHandshake = 17, sasl_handshake_request::SaslHandshakeRequest, sasl_handshake_response::SaslHandshakeResponse, 0..=1, flexible None;
-    ApiVersions = 18, api_versions_request::ApiVersionsRequest, api_versions_response::ApiVersionsResponse, 0..=5, flexible Some(3);
-    CreateTopics = 19, create_topics_request::CreateTopicsRequest, create_topics_response::CreateTopicsResponse, 2..=7, flexible Some(5);
-    DeleteTopics = 20, delete_topics_request::DeleteTopicsRequest, delete_topics_response::DeleteTopicsResponse, 1..=6, flexible Some(4);
-    DeleteRecords = 21, delete_records_request::DeleteRecordsRequest, delete_records_response::DeleteRecordsResponse, 0..=2, flexible Some(2);
-    InitProducerId = 22, init_producer_id_request::InitProducerIdRequest, init_producer_id_response::InitProducerIdResponse, 0..=5, flexible Some(2);
-    OffsetForLeaderEpoch = 23, offset_for_leader_epoch_request::OffsetForLeaderEpochRequest, offset_for_leader_epoch_response::OffsetForLeaderEpochResponse, 2..=4, flexible Some(4);
-    AddPartitionsToTxn = 24, add_partitions_to_txn_request::AddPartitionsToTxnRequest, add_partitions_to_txn_response::AddPartitionsToTxnResponse, 0..=5, flexible Some(3);
-    AddOffsetsToTxn = 25, add_offsets_to_txn_request::AddOffsetsToTxnRequest, add_offsets_to_txn_response::AddOffsetsToTxnResponse, 0..=4, flexible Some(3);
-    EndTxn = 26, end_txn_request::EndTxnRequest, end_txn_response::EndTxnResponse, 0..=5, flexible Some(3);
-    TxnOffsetCommit = 28, txn_offset_commit_request::TxnOffsetCommitRequest, txn_offset_commit_response::TxnOffsetCommitResponse, 0..=6, flexible Some(3);
-    DescribeConfigs = 32, describe_configs_request::DescribeConfigsRequest, describe_configs_response::DescribeConfigsResponse, 1..=4, flexible Some(4);
-    SaslAuthenticate = 36, sasl_authenticate_request::SaslAuthenticateRequest, sasl_authenticate_response::SaslAuthenticateResponse, 0..=2, flexible Some(2);
-    CreatePartitions = 37, create_partitions_request::CreatePartitionsRequest, create_partitions_response::CreatePartitionsResponse, 0..=3, flexible Some(2);
-    DeleteGroups = 42, delete_groups_request::DeleteGroupsRequest, delete_groups_response::DeleteGroupsResponse, 0..=3, flexible Some(2);
-    IncrementalAlterConfigs = 44, incremental_alter_configs_request::IncrementalAlterConfigsRequest, incremental_alter_configs_response::IncrementalAlterConfigsResponse, 0..=1, flexible Some(1);
-    DescribeCluster = 60, describe_cluster_request::DescribeClusterRequest, describe_cluster_response::DescribeClusterResponse, 0..=2, flexible Some(0);
-    ConsumerGroupHeartbeat = 68, consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest, consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse, 0..=1, flexible Some(0);
-    ConsumerGroupDescribe = 69, consumer_group_describe_request::ConsumerGroupDescribeRequest, consumer_group_describe_response::ConsumerGroupDescribeResponse, 0..=1, flexible Some(0);
-    GetTelemetrySubscriptions = 71, get_telemetry_subscriptions_request::GetTelemetrySubscriptionsRequest, get_telemetry_subscriptions_response::GetTelemetrySubscriptionsResponse, 0..=0, flexible Some(0);
-    PushTelemetry = 72, push_telemetry_request::PushTelemetryRequest, push_telemetry_response::PushTelemetryResponse, 0..=0, flexible Some(0);
+/// The API table, declared once: each row's key, request and response types, versions and
+/// first flexible version, handed to a macro (`kafka_apis` below; the testkit's random bodies).
+macro_rules! api_table {
+    ($m:ident) => {
+        $m! {
+            Produce = 0, produce_request::ProduceRequest, produce_response::ProduceResponse, 3..=13, flexible Some(9);
+            Fetch = 1, fetch_request::FetchRequest, fetch_response::FetchResponse, 4..=18, flexible Some(12);
+            ListOffsets = 2, list_offsets_request::ListOffsetsRequest, list_offsets_response::ListOffsetsResponse, 1..=11, flexible Some(6);
+            Metadata = 3, metadata_request::MetadataRequest, metadata_response::MetadataResponse, 0..=13, flexible Some(9);
+            OffsetCommit = 8, offset_commit_request::OffsetCommitRequest, offset_commit_response::OffsetCommitResponse, 2..=10, flexible Some(8);
+            OffsetFetch = 9, offset_fetch_request::OffsetFetchRequest, offset_fetch_response::OffsetFetchResponse, 1..=10, flexible Some(6);
+            FindCoordinator = 10, find_coordinator_request::FindCoordinatorRequest, find_coordinator_response::FindCoordinatorResponse, 0..=6, flexible Some(3);
+            JoinGroup = 11, join_group_request::JoinGroupRequest, join_group_response::JoinGroupResponse, 0..=9, flexible Some(6);
+            Heartbeat = 12, heartbeat_request::HeartbeatRequest, heartbeat_response::HeartbeatResponse, 0..=4, flexible Some(4);
+            LeaveGroup = 13, leave_group_request::LeaveGroupRequest, leave_group_response::LeaveGroupResponse, 0..=5, flexible Some(4);
+            SyncGroup = 14, sync_group_request::SyncGroupRequest, sync_group_response::SyncGroupResponse, 0..=5, flexible Some(4);
+            DescribeGroups = 15, describe_groups_request::DescribeGroupsRequest, describe_groups_response::DescribeGroupsResponse, 0..=6, flexible Some(5);
+            ListGroups = 16, list_groups_request::ListGroupsRequest, list_groups_response::ListGroupsResponse, 0..=5, flexible Some(3);
+            SaslHandshake = 17, sasl_handshake_request::SaslHandshakeRequest, sasl_handshake_response::SaslHandshakeResponse, 0..=1, flexible None;
+            ApiVersions = 18, api_versions_request::ApiVersionsRequest, api_versions_response::ApiVersionsResponse, 0..=5, flexible Some(3);
+            CreateTopics = 19, create_topics_request::CreateTopicsRequest, create_topics_response::CreateTopicsResponse, 2..=7, flexible Some(5);
+            DeleteTopics = 20, delete_topics_request::DeleteTopicsRequest, delete_topics_response::DeleteTopicsResponse, 1..=6, flexible Some(4);
+            DeleteRecords = 21, delete_records_request::DeleteRecordsRequest, delete_records_response::DeleteRecordsResponse, 0..=2, flexible Some(2);
+            InitProducerId = 22, init_producer_id_request::InitProducerIdRequest, init_producer_id_response::InitProducerIdResponse, 0..=5, flexible Some(2);
+            OffsetForLeaderEpoch = 23, offset_for_leader_epoch_request::OffsetForLeaderEpochRequest, offset_for_leader_epoch_response::OffsetForLeaderEpochResponse, 2..=4, flexible Some(4);
+            AddPartitionsToTxn = 24, add_partitions_to_txn_request::AddPartitionsToTxnRequest, add_partitions_to_txn_response::AddPartitionsToTxnResponse, 0..=5, flexible Some(3);
+            AddOffsetsToTxn = 25, add_offsets_to_txn_request::AddOffsetsToTxnRequest, add_offsets_to_txn_response::AddOffsetsToTxnResponse, 0..=4, flexible Some(3);
+            EndTxn = 26, end_txn_request::EndTxnRequest, end_txn_response::EndTxnResponse, 0..=5, flexible Some(3);
+            TxnOffsetCommit = 28, txn_offset_commit_request::TxnOffsetCommitRequest, txn_offset_commit_response::TxnOffsetCommitResponse, 0..=6, flexible Some(3);
+            DescribeConfigs = 32, describe_configs_request::DescribeConfigsRequest, describe_configs_response::DescribeConfigsResponse, 1..=4, flexible Some(4);
+            SaslAuthenticate = 36, sasl_authenticate_request::SaslAuthenticateRequest, sasl_authenticate_response::SaslAuthenticateResponse, 0..=2, flexible Some(2);
+            CreatePartitions = 37, create_partitions_request::CreatePartitionsRequest, create_partitions_response::CreatePartitionsResponse, 0..=3, flexible Some(2);
+            DeleteGroups = 42, delete_groups_request::DeleteGroupsRequest, delete_groups_response::DeleteGroupsResponse, 0..=3, flexible Some(2);
+            IncrementalAlterConfigs = 44, incremental_alter_configs_request::IncrementalAlterConfigsRequest, incremental_alter_configs_response::IncrementalAlterConfigsResponse, 0..=1, flexible Some(1);
+            DescribeCluster = 60, describe_cluster_request::DescribeClusterRequest, describe_cluster_response::DescribeClusterResponse, 0..=2, flexible Some(0);
+            ConsumerGroupHeartbeat = 68, consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest, consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse, 0..=1, flexible Some(0);
+            ConsumerGroupDescribe = 69, consumer_group_describe_request::ConsumerGroupDescribeRequest, consumer_group_describe_response::ConsumerGroupDescribeResponse, 0..=1, flexible Some(0);
+            GetTelemetrySubscriptions = 71, get_telemetry_subscriptions_request::GetTelemetrySubscriptionsRequest, get_telemetry_subscriptions_response::GetTelemetrySubscriptionsResponse, 0..=0, flexible Some(0);
+            PushTelemetry = 72, push_telemetry_request::PushTelemetryRequest, push_telemetry_response::PushTelemetryResponse, 0..=0, flexible Some(0);
+        }
+    };
 }
+pub(crate) use api_table;
+
+api_table!(kafka_apis);
 
 impl ApiKey {
     /// Whether this codec implements `version` of the API.

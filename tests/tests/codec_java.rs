@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use bytes::BytesMut;
 use kafka_proto::api::{implemented, ApiKey, RequestBody, ResponseBody};
-use kafka_proto::testkit::Gen;
+use kafka_proto::testkit::{random_request, random_response, Gen};
 use tests::kafka::peer_classpath;
 
 /// Random values per (API, version, direction).
@@ -29,9 +29,9 @@ impl Body {
     fn random(key: ApiKey, version: i16, request: bool, seed: u64) -> Body {
         let g = &mut Gen::new(seed);
         if request {
-            Body::Request(RequestBody::random(key, version, g))
+            Body::Request(random_request(key, version, g))
         } else {
-            Body::Response(ResponseBody::random(key, version, g))
+            Body::Response(random_response(key, version, g))
         }
     }
 

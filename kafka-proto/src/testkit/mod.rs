@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use uuid::Uuid;
 
+use crate::api::{ApiKey, RequestBody, ResponseBody};
 use crate::wire::{Ctx, UnknownTaggedFields};
 
 /// A small seeded generator (SplitMix64) with a nesting budget that keeps values small.
@@ -181,3 +182,28 @@ impl<T: Random> Random for Option<T> {
 }
 
 pub mod fuzz;
+
+/// `RequestBody` and `ResponseBody` of any API, random and valid at a version: for
+/// differential tests that go through every API (`tests/tests/codec_java.rs`).
+macro_rules! random_bodies {
+    ($(
+        $name:ident = $key:literal, $req_mod:ident :: $req:ident, $resp_mod:ident :: $resp:ident,
+        $min:literal ..= $max:literal, flexible $flex:expr;
+    )*) => {
+        /// A random request of `key`, valid at `version`.
+        pub fn random_request(key: ApiKey, version: i16, g: &mut Gen) -> RequestBody {
+            match key {
+                $( ApiKey::$name => RequestBody::$name(Random::random(g, key.ctx(version))), )*
+            }
+        }
+
+        /// A random response of `key`, valid at `version`.
+        pub fn random_response(key: ApiKey, version: i16, g: &mut Gen) -> ResponseBody {
+            match key {
+                $( ApiKey::$name => ResponseBody::$name(Random::random(g, key.ctx(version))), )*
+            }
+        }
+    };
+}
+
+crate::api::api_table!(random_bodies);
