@@ -302,6 +302,7 @@ macro_rules! api_table {
         }
     };
 }
+#[cfg(feature = "testkit")]
 pub(crate) use api_table;
 
 api_table!(kafka_apis);
