@@ -55,7 +55,7 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.message.ApiMessageType;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
-import org.apache.kafka.common.protocol.MessageUtil;
+import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -356,8 +356,12 @@ public class KafkaPeer {
                 if (body.hasRemaining()) {
                     throw new IllegalStateException(body.remaining() + " byte(s) left unread");
                 }
-                ByteBuffer back = MessageUtil.toByteBufferAccessor(m, version).buffer();
-                byte[] bytes = MessageUtil.byteBufferToArray(back);
+                // Sized and written through the Message interface, which every Kafka 4.x has
+                // (MessageUtil's helpers changed between 4.0 and 4.4).
+                ObjectSerializationCache cache = new ObjectSerializationCache();
+                ByteBuffer back = ByteBuffer.allocate(m.size(cache, version));
+                m.write(new ByteBufferAccessor(back), cache, version);
+                byte[] bytes = back.array();
                 out.append("ok ").append(HEX.formatHex(bytes)).append('\n');
             } catch (Exception e) {
                 out.append("error ").append(e.toString().replace('\n', ' ')).append('\n');
