@@ -312,13 +312,12 @@ pub(super) fn group_answer(op: &GroupOp, body: ResponseBody) -> GroupAnswer {
             GroupAnswer::Done(AdminResult::GroupOffsets(Ok(offsets)))
         }
         ResponseBody::DeleteGroups(r) => {
-            let code = r
-                .results
-                .iter()
+            // v3 (Kafka 4.4) says why, per group.
+            let (code, message) = (r.results.into_iter())
                 .find(|g| g.group_id == op.group)
-                .map_or(0, |g| g.error_code);
+                .map_or((0, None), |g| (g.error_code, g.error_message));
             match ErrorCode::from_code(code) {
-                Some(code) => retry_or_fail(code, None, |e| AdminResult::Done(Err(e))),
+                Some(code) => retry_or_fail(code, message, |e| AdminResult::Done(Err(e))),
                 None => GroupAnswer::Done(AdminResult::Done(Ok(()))),
             }
         }
