@@ -176,17 +176,26 @@ impl<T> Network<T> {
     fn on_metadata_answer(&mut self, conn: ConnId, error: i16) {
         if error == 0 {
             self.recovery.metadata_answered();
-        } else if error == kafka_proto::ErrorCode::RebootstrapRequired.code()
-            && self.cfg.rebootstrap
-        {
-            tracing::info!(
-                "a broker answered REBOOTSTRAP_REQUIRED; starting over from bootstrap.servers"
-            );
-            self.rebootstrap();
-            // Nothing more is asked of the broker that said so: it closes once idle.
-            if let Some(c) = self.conns.get_mut(&conn) {
-                c.close_when_idle = true;
-            }
+        } else if error == kafka_proto::ErrorCode::RebootstrapRequired.code() {
+            self.rebootstrap_required(conn, "Metadata");
+        }
+    }
+
+    /// A broker answered `what` with REBOOTSTRAP_REQUIRED (KIP-1102 in Metadata; KIP-1242 in
+    /// the handshake, where it is not the node or cluster the client meant): with
+    /// `metadata.recovery.strategy=rebootstrap`, start over from bootstrap.servers, asking
+    /// nothing more of that broker (its connection closes once idle).
+    fn rebootstrap_required(&mut self, conn: ConnId, what: &str) {
+        if !self.cfg.rebootstrap {
+            return;
+        }
+        tracing::info!(
+            conn = conn.0,
+            "a broker answered {what} with REBOOTSTRAP_REQUIRED; starting over from bootstrap.servers"
+        );
+        self.rebootstrap();
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.close_when_idle = true;
         }
     }
 
@@ -206,14 +215,8 @@ impl<T> Network<T> {
             }
         }
         if let Some(code) = kafka_proto::ErrorCode::from_code(resp.error_code) {
-            if code == kafka_proto::ErrorCode::RebootstrapRequired && self.cfg.rebootstrap {
-                // KIP-1242: the broker at this address is not the node (or cluster) the client
-                // meant; its addresses are stale.
-                tracing::info!(
-                    conn = conn.0,
-                    "a broker answered the handshake with REBOOTSTRAP_REQUIRED (not the node or cluster expected); starting over from bootstrap.servers"
-                );
-                self.rebootstrap();
+            if code == kafka_proto::ErrorCode::RebootstrapRequired {
+                self.rebootstrap_required(conn, "the ApiVersions handshake");
             }
             if let Some(c) = self.conns.get(&conn) {
                 self.last_problem = stamp(
