@@ -17,6 +17,7 @@ use kafka_sim::{BrokerWrite, ClusterConfig, ConnKey, Delivery, NetConfig, SimClu
 pub mod apps;
 pub mod check;
 pub mod faults;
+pub mod storm;
 
 pub use apps::{ConsumerApp, ProducerApp};
 pub use check::Failure;
@@ -100,7 +101,7 @@ pub struct World {
     /// Every broker closes new connections during their handshake (an injected fault).
     pub quota: bool,
     /// Each client's connects in the last second, to find reconnect storms.
-    connects: std::collections::BTreeMap<usize, std::collections::VecDeque<Instant>>,
+    connects: storm::ConnectRate<usize>,
     /// Clients not running (a starved machine: the process gets no CPU while time moves
     /// on), until when, with what the network delivered to them meanwhile, in order.
     stalled: std::collections::BTreeMap<usize, (Instant, Vec<Delivery>)>,
@@ -109,11 +110,6 @@ pub struct World {
     hash: u64,
     steps: u64,
 }
-
-/// The most connections a client may open within a second: three brokers, two lanes and a
-/// coordinator each, the bootstrap list, and their reconnects, which back off from
-/// `reconnect.backoff.ms` (50 ms) doubling.
-const CONNECTS_PER_SECOND: usize = 40;
 
 fn key(client: usize, conn: ConnId) -> ConnKey {
     ((client as u64) << 32) | (conn.0 & 0xffff_ffff)
@@ -417,26 +413,16 @@ impl World {
         }
     }
 
-    /// A client opens a connection: more than [`CONNECTS_PER_SECOND`] within a second is a
-    /// reconnect storm (reconnects must back off, whatever fails).
+    /// A client opens a connection: more than [`storm::CONNECTS_PER_SECOND`] within a second
+    /// is a reconnect storm (reconnects must back off, whatever fails).
     fn count_connect(&mut self, i: usize) -> Result<(), Failure> {
-        let now = self.now;
-        let recent = self.connects.entry(i).or_default();
-        recent.push_back(now);
-        while recent
-            .front()
-            .is_some_and(|t| *t + Duration::from_secs(1) <= now)
-        {
-            recent.pop_front();
+        match self.connects.connect(i, sim_time(self.now)) {
+            Some(n) => Err(Failure::new(format!(
+                "c{i} opened {n} connections within a second (a reconnect storm: reconnects must \
+                 back off)"
+            ))),
+            None => Ok(()),
         }
-        if recent.len() > CONNECTS_PER_SECOND {
-            return Err(Failure::new(format!(
-                "c{i} opened {} connections within a second (a reconnect storm: reconnects must \
-                 back off)",
-                recent.len()
-            )));
-        }
-        Ok(())
     }
 
     /// A client crashes: it is gone, and its connections reset.

@@ -12,6 +12,8 @@ use bytes::{Buf, Bytes};
 use futures_io::{AsyncRead, AsyncWrite};
 use kafka_sim::{BrokerWrite, ConnKey, Delivery, SimCluster, SimNet, SimTime};
 
+use crate::sim::storm::ConnectRate;
+
 use super::with_env;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,17 +52,13 @@ pub struct Wire {
     /// fault: a connection quota).
     pub quota: bool,
     /// Each task's connects in the last second, to find reconnect storms.
-    connects: BTreeMap<Option<super::TaskId>, VecDeque<SimTime>>,
+    connects: ConnectRate<Option<super::TaskId>>,
     /// The first reconnect storm seen: a task that opened more than
-    /// [`CONNECTS_PER_SECOND`] connections within a second.
+    /// [`crate::sim::storm::CONNECTS_PER_SECOND`] connections within a second.
     pub storm: Option<String>,
     /// What happened, for the run's trace.
     pub log: Vec<String>,
 }
-
-/// The most connections one client's task may open within a second (as the core
-/// simulation's bound): more is a reconnect storm.
-const CONNECTS_PER_SECOND: usize = 40;
 
 fn wake(s: &mut Socket) {
     if let Some(w) = s.waker.take() {
@@ -78,7 +76,7 @@ impl Wire {
             next_key: 1,
             refuse_next: false,
             quota: false,
-            connects: BTreeMap::new(),
+            connects: ConnectRate::default(),
             storm: None,
             log: Vec::new(),
         }
@@ -107,20 +105,13 @@ impl Wire {
         );
         let by = owner.map_or_else(String::new, |t| format!(" (task {t})"));
         self.log.push(format!("connect {key} {host}:{port}{by}"));
-        let recent = self.connects.entry(owner).or_default();
-        recent.push_back(now);
-        while recent
-            .front()
-            .is_some_and(|t| *t + SimTime::from_secs(1) <= now)
-        {
-            recent.pop_front();
-        }
-        if recent.len() > CONNECTS_PER_SECOND && self.storm.is_none() {
-            self.storm = Some(format!(
-                "a client{by} opened {} connections within a second, the last at {now:?} (a \
-                 reconnect storm: reconnects must back off)",
-                recent.len()
-            ));
+        if let Some(n) = self.connects.connect(owner, now) {
+            self.storm.get_or_insert_with(|| {
+                format!(
+                    "a client{by} opened {n} connections within a second, the last at {now:?} \
+                     (a reconnect storm: reconnects must back off)"
+                )
+            });
         }
         match self.cluster.node_at(host, port) {
             Some(_) if std::mem::take(&mut self.refuse_next) => self.net.refuse(key, now),
