@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::stat::{Stat, Window};
+use super::stat::{Stat, Values, Window};
 use super::Out;
 use crate::time::Instant;
+use crate::topic::Topic;
 
 const GROUP: &str = "producer-metrics";
 const TOPIC_GROUP: &str = "producer-topic-metrics";
@@ -43,11 +44,35 @@ pub(crate) struct ProducerMetrics {
     /// Nanoseconds sends waited for buffer memory.
     buffer_wait_ns: f64,
     topics: BTreeMap<String, TopicStats>,
+    /// The figures of the batches going into the request being written, recorded together
+    /// once it is (see [`ProducerMetrics::batches_sent`]).
+    pending: Tally,
+}
+
+/// The batches of one request, tallied. They are all sent at the same instant, so recording
+/// them together gives the same samples as recording each; at 10,000 partitions, where a batch
+/// holds about one record, seven recordings and a topic lookup per batch were a tenth of the
+/// producer's instructions.
+#[derive(Debug, Clone, Default)]
+struct Tally {
+    records: Values,
+    batch_size: Values,
+    queue_time: Values,
+    compression: Values,
+    /// By topic, in the order first seen (a request's batches come grouped by topic).
+    topics: Vec<(Topic, TopicTally)>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct TopicTally {
+    records: Values,
+    bytes: Values,
+    compression: Values,
 }
 
 /// One batch's figures at a send.
 pub(crate) struct BatchSent<'a> {
-    pub topic: &'a str,
+    pub topic: &'a Topic,
     pub records: usize,
     pub bytes: usize,
     /// Set at its first send only.
@@ -72,27 +97,59 @@ impl ProducerMetrics {
         super::named(&mut self.topics, topic)
     }
 
-    pub(crate) fn batch_sent(&mut self, b: BatchSent<'_>, now: Instant) {
+    /// Tallies a batch going into the request being written (see [`Self::batches_sent`]).
+    #[inline]
+    pub(crate) fn batch_sent(&mut self, b: BatchSent<'_>) {
         if !cfg!(feature = "record-metrics") {
             return;
         }
-        let w = self.window;
-        self.records.record(b.records as f64, now, w);
+        let p = &mut self.pending;
+        p.records.add(b.records as f64);
         let ratio = b
             .first
             .as_ref()
             .map(|f| b.bytes as f64 / f.uncompressed.max(1) as f64);
         if let Some(f) = &b.first {
-            self.batch_size.record(b.bytes as f64, now, w);
-            self.queue_time.record(f.queue_ms, now, w);
-            self.compression.record(ratio.unwrap_or(1.0), now, w);
+            p.batch_size.add(b.bytes as f64);
+            p.queue_time.add(f.queue_ms);
+            p.compression.add(ratio.unwrap_or(1.0));
         }
-        let t = self.topic(b.topic);
-        t.records.record(b.records as f64, now, w);
-        t.bytes.record(b.bytes as f64, now, w);
+        let t = match p.topics.iter().rposition(|(t, _)| t == b.topic) {
+            Some(at) => &mut p.topics[at].1,
+            None => {
+                p.topics.push((b.topic.clone(), TopicTally::default()));
+                &mut p.topics.last_mut().expect("pushed").1
+            }
+        };
+        t.records.add(b.records as f64);
+        t.bytes.add(b.bytes as f64);
         if let Some(r) = ratio {
-            t.compression.record(r, now, w);
+            t.compression.add(r);
         }
+    }
+
+    /// Records the batches tallied since the last call, all sent at `now`.
+    pub(crate) fn batches_sent(&mut self, now: Instant) {
+        if !cfg!(feature = "record-metrics") {
+            return;
+        }
+        let w = self.window;
+        let mut p = std::mem::take(&mut self.pending);
+        self.records.record_all(&p.records, now, w);
+        self.batch_size.record_all(&p.batch_size, now, w);
+        self.queue_time.record_all(&p.queue_time, now, w);
+        self.compression.record_all(&p.compression, now, w);
+        for (topic, tally) in p.topics.drain(..) {
+            let t = self.topic(&topic);
+            t.records.record_all(&tally.records, now, w);
+            t.bytes.record_all(&tally.bytes, now, w);
+            t.compression.record_all(&tally.compression, now, w);
+        }
+        // Keep the list's room for the next request.
+        self.pending = Tally {
+            topics: p.topics,
+            ..Tally::default()
+        };
     }
 
     pub(crate) fn request_sent(&mut self, records: usize, now: Instant) {

@@ -36,6 +36,36 @@ pub struct Stat {
     events: u64,
 }
 
+/// Values gathered to be recorded at once (see [`Stat::record_all`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Values {
+    count: u64,
+    sum: f64,
+    max: f64,
+}
+
+impl Default for Values {
+    fn default() -> Self {
+        Values {
+            count: 0,
+            sum: 0.0,
+            max: f64::NEG_INFINITY,
+        }
+    }
+}
+
+impl Values {
+    /// Adds one value.
+    #[inline]
+    pub fn add(&mut self, value: f64) {
+        self.count += 1;
+        self.sum += value;
+        if value > self.max {
+            self.max = value;
+        }
+    }
+}
+
 /// What the live samples of a [`Stat`] add up to at some `now`.
 struct Live {
     count: u64,
@@ -48,11 +78,25 @@ impl Stat {
     /// Records one value at `now`. Compiled to nothing without the `metrics` feature.
     #[inline]
     pub fn record(&mut self, value: f64, now: Instant, w: Window) {
-        if !cfg!(feature = "record-metrics") {
+        self.record_all(
+            &Values {
+                count: 1,
+                sum: value,
+                max: value,
+            },
+            now,
+            w,
+        );
+    }
+
+    /// Records several values at once, all at `now`: the same samples as recording each.
+    #[inline]
+    pub fn record_all(&mut self, v: &Values, now: Instant, w: Window) {
+        if !cfg!(feature = "record-metrics") || v.count == 0 {
             return;
         }
-        self.total += value;
-        self.events += 1;
+        self.total += v.sum;
+        self.events += v.count;
         let n = w.samples.max(1) as usize;
         match self.samples.get(self.current) {
             None => self.samples.push(Sample::new(now)),
@@ -68,10 +112,10 @@ impl Stat {
             Some(_) => {}
         }
         let s = &mut self.samples[self.current];
-        s.count += 1;
-        s.sum += value;
-        if value > s.max {
-            s.max = value;
+        s.count += v.count;
+        s.sum += v.sum;
+        if v.max > s.max {
+            s.max = v.max;
         }
     }
 

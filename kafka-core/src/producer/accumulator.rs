@@ -115,6 +115,8 @@ pub(crate) struct Accumulator {
     /// Partitions whose queue opened since [`Accumulator::drain_opened`] last asked.
     opened: Vec<(Topic, i32)>,
     next_id: u64,
+    /// Completed batches' boxes, for new batches (see [`SPARE_BATCHES`]).
+    spare_batches: Vec<Batch>,
     /// Compressed / uncompressed size, learned from sealed batches, so compressed batches
     /// fill up to `batch.size` on the wire rather than before compression.
     ratio: f64,
@@ -123,6 +125,10 @@ pub(crate) struct Accumulator {
 /// Stale deadline entries the heap may hold beyond as many as the live ones (see [`Fronts`]);
 /// small under test, so that the index's tests make it clean up.
 const DUE_SLACK: usize = if cfg!(test) { 4 } else { 64 };
+
+/// Boxes of completed batches kept for new ones: at many partitions nearly every record
+/// opens a batch, and a box's allocation and free cost more than filling it.
+const SPARE_BATCHES: usize = 256;
 
 /// Stale ready entries beyond as many as the live ones (see [`Fronts`]): few, as unlike the
 /// heap's top every stale entry among those due is walked past by each `ready` (at one
@@ -144,11 +150,12 @@ impl Accumulator {
             linger,
             compression,
             level: None,
-            pool: Pool::new(buffer_memory, batch_size),
+            pool: Pool::new(buffer_memory),
             queues: Queues::default(),
             fronts: Fronts::default(),
             opened: Vec::new(),
             next_id: 0,
+            spare_batches: Vec::new(),
             ratio: 1.0,
         }
     }
@@ -239,10 +246,12 @@ impl Accumulator {
         let need = BATCH_HEADER_LEN + record_size(r);
         // `send` refuses records larger than the pool, so `need` always fits in it.
         let mut block = first_block(self.batch_size, need, hint).min(self.pool.total);
-        // A spare block first: its bytes are already part of buffer.memory.
-        let spare = (block == self.batch_size)
-            .then(|| self.pool.take_spare())
-            .flatten();
+        // A spare block first: its bytes are already part of buffer.memory, and the batch
+        // reserves its whole capacity (at most twice what it asked for).
+        let spare = self.pool.take_spare(block);
+        if let Some(buf) = &spare {
+            block = buf.capacity();
+        }
         let had_waiters = self.pool.waiters;
         if !self.pool.try_reserve(block) {
             let free = self.pool.free();
@@ -260,7 +269,7 @@ impl Accumulator {
             self.pool.take(block);
         }
         let b = match spare {
-            Some(buf) if block == self.batch_size => {
+            Some(buf) if buf.capacity() <= block => {
                 BatchBuilder::with_buffer(self.compression, buf)
             }
             _ => BatchBuilder::new(self.compression, block - BATCH_HEADER_LEN),
@@ -272,8 +281,7 @@ impl Accumulator {
         let bytes = b.size() - before;
         self.next_id += 1;
         let deadline = record.deadline;
-        let queue = self.queues.by_id_mut(id);
-        queue.push_back(Box::new(BatchData {
+        let data = BatchData {
             id: self.next_id,
             tp: (r.topic.clone(), partition),
             builder: Some(b),
@@ -300,7 +308,15 @@ impl Accumulator {
             sent: false,
             unresolved: false,
             last_error: None,
-        }));
+        };
+        let batch = match self.spare_batches.pop() {
+            Some(mut b) => {
+                *b = data;
+                b
+            }
+            None => Box::new(data),
+        };
+        self.queues.by_id_mut(id).push_back(batch);
         // The queue may have been empty, or its last batch (perhaps its first) filled up.
         self.reindex_id(id);
         Ok(Appended {
@@ -354,17 +370,18 @@ impl Accumulator {
         *entry = (*entry).min(cap);
     }
 
-    /// Takes back a completed batch's buffer for reuse, if it was a `batch.size` block and
-    /// nothing else (an adapter still writing it) holds it.
-    pub fn recycle(&mut self, b: Batch) {
-        let Some(sealed) = b.sealed else { return };
-        if b.reserved != self.batch_size {
-            return;
-        }
-        if let Ok(buf) = sealed.try_into_mut() {
-            if buf.capacity() >= self.batch_size {
+    /// Takes back a completed batch (its reservation already released): its block for reuse
+    /// if nothing else (an adapter still writing it) holds it, and its box.
+    pub fn recycle(&mut self, mut b: Batch) {
+        if let Some(sealed) = b.sealed.take() {
+            if let Ok(buf) = sealed.try_into_mut() {
                 self.pool.keep_spare(buf);
             }
+        }
+        if self.spare_batches.len() < SPARE_BATCHES {
+            b.records = Vec::new();
+            b.last_error = None;
+            self.spare_batches.push(b);
         }
     }
 

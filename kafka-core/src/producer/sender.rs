@@ -236,6 +236,7 @@ impl Producer {
                 ..Default::default()
             });
         }
+        self.metrics.batches_sent(now);
         topics.sort_by(|a, b| a.name.cmp(&b.name));
         let req = ProduceRequest {
             transactional_id: self.cfg.transactional_id.clone(),
@@ -322,7 +323,7 @@ impl Producer {
             bytes: bytes.len(),
             first,
         };
-        self.metrics.batch_sent(sent, now);
+        self.metrics.batch_sent(sent);
         bytes
     }
 

@@ -1,11 +1,20 @@
-//! `buffer.memory`: the bytes batches and waiting records hold, and the `batch.size` blocks
-//! kept for reuse.
+//! `buffer.memory`: the bytes batches and waiting records hold, and the blocks of completed
+//! batches kept for reuse.
 
 use bytes::BytesMut;
 
-/// `buffer.memory` accounting. As in Java's buffer pool, recycled `batch.size` blocks kept
+/// Size classes of spare blocks: class `k` holds blocks of `2^k..2^(k+1)` bytes.
+const CLASSES: usize = usize::BITS as usize;
+
+/// `buffer.memory` accounting. As in Java's buffer pool, the blocks of completed batches kept
 /// for reuse (`spare`) are part of `buffer.memory`: what batches hold plus what is kept never
 /// exceeds `total`, and spare blocks are let go when a reservation needs their room.
+///
+/// Java keeps only `batch.size` blocks. Here a new batch's block is sized from its
+/// partition's last batch (see `first_block`), mostly 1 KiB when keys spread records over
+/// thousands of partitions, and such blocks are kept too, by size class: at 10,000
+/// partitions, allocating and freeing each batch's block was a sixth of the producer's
+/// instructions (malloc's slow path for kilobyte blocks, `scripts/instructions`).
 #[derive(Debug)]
 pub(crate) struct Pool {
     pub total: usize,
@@ -13,20 +22,20 @@ pub(crate) struct Pool {
     pub used: usize,
     /// A send was refused for lack of memory; tell the user when some frees.
     pub waiters: bool,
-    /// The size of a spare block (`batch.size`).
-    block: usize,
-    /// Recycled `batch.size` blocks (exact-size blocks for larger records are not kept).
-    pub(super) spare: Vec<BytesMut>,
+    /// Spare blocks by size class (see [`CLASSES`]).
+    spare: Vec<Vec<BytesMut>>,
+    /// The spare blocks' capacity, in all.
+    spare_bytes: usize,
 }
 
 impl Pool {
-    pub(super) fn new(total: usize, block: usize) -> Self {
+    pub(super) fn new(total: usize) -> Self {
         Pool {
             total,
             used: 0,
             waiters: false,
-            block,
             spare: Vec::new(),
+            spare_bytes: 0,
         }
     }
 
@@ -55,27 +64,60 @@ impl Pool {
         free
     }
 
-    /// Takes `n` bytes the caller knows are free, letting spare blocks go to make room.
+    /// Takes `n` bytes the caller knows are free, letting spare blocks go to make room
+    /// (the largest first).
     #[inline]
     pub fn take(&mut self, n: usize) {
         self.used += n;
-        while self.used + self.spare.len() * self.block > self.total && self.spare.pop().is_some() {
+        while self.used + self.spare_bytes > self.total {
+            let Some(class) = self.spare.iter().rposition(|c| !c.is_empty()) else {
+                break;
+            };
+            let buf = self.spare[class].pop().expect("a non-empty class");
+            self.spare_bytes -= buf.capacity();
         }
     }
 
-    /// A spare `batch.size` block, if one is kept: its bytes move from the spare to the
-    /// caller's reservation, which must be taken next.
+    /// A spare block of `want` to `2 * want` bytes, if one is kept: its bytes move from the
+    /// spare to the caller's reservation, which must take its whole capacity next.
     #[inline]
-    pub(super) fn take_spare(&mut self) -> Option<BytesMut> {
-        self.spare.pop()
+    pub(super) fn take_spare(&mut self, want: usize) -> Option<BytesMut> {
+        let class = class_of(want.max(1));
+        let fits = |b: &BytesMut| (want..=want.saturating_mul(2)).contains(&b.capacity());
+        let at = [class, class + 1]
+            .into_iter()
+            .find(|c| self.spare.get(*c).and_then(|s| s.last()).is_some_and(fits))?;
+        let buf = self.spare[at].pop()?;
+        self.spare_bytes -= buf.capacity();
+        Some(buf)
     }
 
     /// Keeps a completed batch's block for reuse if its room is free.
     #[inline]
-    pub(super) fn keep_spare(&mut self, buf: BytesMut) {
-        if self.used + (self.spare.len() + 1) * self.block <= self.total {
-            self.spare.push(buf);
+    pub(super) fn keep_spare(&mut self, mut buf: BytesMut) {
+        let cap = buf.capacity();
+        if cap == 0 || self.used + self.spare_bytes + cap > self.total {
+            return;
         }
+        buf.clear();
+        let class = class_of(cap);
+        if self.spare.len() <= class {
+            self.spare.resize_with(CLASSES, Vec::new);
+        }
+        self.spare[class].push(buf);
+        self.spare_bytes += cap;
+    }
+
+    /// How many spare blocks are kept.
+    #[cfg(test)]
+    pub(super) fn spares(&self) -> usize {
+        self.spare.iter().map(Vec::len).sum()
+    }
+
+    /// The spare blocks' bytes.
+    #[cfg(test)]
+    pub(super) fn spare_bytes(&self) -> usize {
+        self.spare_bytes
     }
 
     /// Frees `n` bytes; true if someone was waiting for memory.
@@ -84,4 +126,10 @@ impl Pool {
         self.used -= n.min(self.used);
         std::mem::take(&mut self.waiters)
     }
+}
+
+/// The size class of a block of `n > 0` bytes.
+#[inline]
+fn class_of(n: usize) -> usize {
+    (usize::BITS - 1 - n.leading_zeros()) as usize
 }

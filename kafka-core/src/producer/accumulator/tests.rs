@@ -6,7 +6,7 @@ use kafka_proto::record::BatchMeta;
 
 /// How many blocks wait for reuse.
 fn recycled(acc: &Accumulator) -> usize {
-    acc.pool.spare.len()
+    acc.pool.spares()
 }
 
 fn drained(acc: &mut Accumulator, tp: &TopicPartition) -> Batch {
@@ -16,7 +16,7 @@ fn drained(acc: &mut Accumulator, tp: &TopicPartition) -> Batch {
 }
 
 #[test]
-fn batch_size_blocks_are_recycled_and_larger_ones_are_not() {
+fn completed_blocks_are_recycled_by_size() {
     let mut acc = Accumulator::new(1024, 1024, Duration::ZERO, Compression::None, 1 << 20);
     let tp = ("t".to_string(), 0);
     let small = ProducerRecord::new("t", vec![1u8; 10], 1);
@@ -52,17 +52,21 @@ fn batch_size_blocks_are_recycled_and_larger_ones_are_not() {
     );
     acc.recycle(b);
 
-    // A record larger than batch.size gets an exact-size block, which is not kept.
+    // A record larger than batch.size gets an exact-size block; the small spare does not fit
+    // it, and stays.
     let big = ProducerRecord::new("t", vec![1u8; 4000], 1);
-    acc.append(
-        tp.1,
-        &big,
-        RecordToken(2),
-        Instant::ZERO,
-        deadline,
-        Block::Whole,
-    )
-    .unwrap();
+    let append = |acc: &mut Accumulator, r: &ProducerRecord, token| {
+        acc.append(
+            tp.1,
+            r,
+            RecordToken(token),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        )
+        .unwrap();
+    };
+    append(&mut acc, &big, 2);
     assert_eq!(
         recycled(&acc),
         1,
@@ -70,9 +74,48 @@ fn batch_size_blocks_are_recycled_and_larger_ones_are_not() {
     );
     let mut b = drained(&mut acc, &tp);
     assert!(b.reserved > 1024);
-    b.seal(&BatchMeta::default());
+    let big_ptr = b.seal(&BatchMeta::default()).as_ptr();
     acc.recycle(b);
-    assert_eq!(recycled(&acc), 1);
+    assert_eq!(recycled(&acc), 2, "kept too, in its size class");
+    // The next large record takes the large block, the next small one the small block.
+    append(&mut acc, &big, 3);
+    let mut b = drained(&mut acc, &tp);
+    assert_eq!(b.seal(&BatchMeta::default()).as_ptr(), big_ptr);
+    append(&mut acc, &small, 4);
+    let mut b2 = drained(&mut acc, &tp);
+    assert_eq!(b2.seal(&BatchMeta::default()).as_ptr(), ptr);
+    assert_eq!(recycled(&acc), 0);
+    // A block is not reused for a batch that wants less than half of it.
+    acc.recycle(b);
+    append(&mut acc, &small, 5);
+    assert_eq!(
+        recycled(&acc),
+        1,
+        "a 4 KB block is not spent on a 1 KB batch"
+    );
+}
+
+/// A block some adapter still holds (a request being written) is not kept: reusing it would
+/// overwrite bytes on their way to the broker.
+#[test]
+fn a_block_still_shared_is_not_recycled() {
+    let mut acc = Accumulator::new(1024, 1024, Duration::ZERO, Compression::None, 1 << 20);
+    let tp = ("t".to_string(), 0);
+    let r = ProducerRecord::new("t", vec![1u8; 10], 1);
+    acc.append(
+        tp.1,
+        &r,
+        RecordToken(0),
+        Instant::ZERO,
+        Instant::from_millis(1000),
+        Block::Whole,
+    )
+    .unwrap();
+    let mut b = drained(&mut acc, &tp);
+    let held = b.seal(&BatchMeta::default());
+    acc.recycle(b);
+    assert_eq!(recycled(&acc), 0);
+    drop(held);
 }
 
 /// Spare blocks are part of buffer.memory, as in Java's buffer pool: batches plus spare
@@ -82,7 +125,7 @@ fn batch_size_blocks_are_recycled_and_larger_ones_are_not() {
 fn spare_blocks_count_within_buffer_memory() {
     let block = 1024;
     let mut acc = Accumulator::new(block, block, Duration::ZERO, Compression::None, 4 * block);
-    let held = |acc: &Accumulator| acc.pool.used + acc.pool.spare.len() * block;
+    let held = |acc: &Accumulator| acc.pool.used + acc.pool.spare_bytes();
     let deadline = Instant::from_millis(1000);
     let small = ProducerRecord::new("t", vec![1u8; 10], 1);
     // Four partitions' batches fill the pool; completed, their blocks are all kept.
