@@ -1,8 +1,7 @@
 //! The record accumulator: a queue of batches per partition, memory accounted against
 //! `buffer.memory`, the readiness rules, and draining per leader up to `max.request.size`.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -74,12 +73,14 @@ fn ready_at(b: &Batch, linger: Duration) -> Instant {
 /// and copies without touching a shared name's count (those clones and compares were most of
 /// the index's cost, a fifth of a batch's at 10,000 partitions).
 ///
-/// Deadlines are only ever asked for the earliest, so they sit in a min-heap whose entries are
-/// never searched for and removed: an entry carries its queue's generation, and one whose
-/// queue has been reindexed since is stale, dropped when it reaches the top (which is kept
-/// current, so that `poll_timeout` reads it) or when stale entries outnumber live ones. A
-/// batch then costs a push that stops at once (a new deadline is the latest) where the tree's
-/// insert and remove cost about 600 instructions at 10,000 partitions.
+/// Deadlines are only ever asked for the earliest, so they sit in a sorted deque whose entries
+/// are never searched for and removed: an entry carries its queue's generation, and one whose
+/// queue has been reindexed since is stale, dropped when it reaches the front (which is kept
+/// current, so that `poll_timeout` reads it) or when stale entries outnumber live ones. A new
+/// batch's deadline is the latest (`delivery.timeout.ms` after its first record), so it is
+/// pushed at the back, and stale entries leave from the front: where the tree's insert and
+/// remove cost about 600 instructions a batch at 10,000 partitions, and a min-heap's pop of
+/// each stale entry about 300.
 ///
 /// Ready times are walked in order, so they sit in a sorted deque, their entries likewise
 /// never removed but left stale (each carries the queue's ready generation). A new batch's
@@ -93,8 +94,8 @@ struct Fronts {
     ready: VecDeque<(Instant, u32, u32)>,
     /// Entries taken from `ready` once their time came: (queue id, ready generation).
     ready_now: Vec<(u32, u32)>,
-    /// (deadline, queue id, the queue's generation when pushed).
-    due: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// (deadline, queue id, the queue's generation when pushed), by deadline.
+    due: VecDeque<(Instant, u32, u32)>,
 }
 
 #[derive(Debug)]
@@ -125,6 +126,21 @@ pub(crate) struct Accumulator {
 /// Stale deadline entries the heap may hold beyond as many as the live ones (see [`Fronts`]);
 /// small under test, so that the index's tests make it clean up.
 const DUE_SLACK: usize = if cfg!(test) { 4 } else { 64 };
+
+/// Inserts `entry` into `keys`, sorted by its first field, looking first at the back and then
+/// the front, where entries mostly go, and searching only between.
+#[inline]
+fn insert_sorted(keys: &mut VecDeque<(Instant, u32, u32)>, entry: (Instant, u32, u32)) {
+    let at = entry.0;
+    if keys.back().is_none_or(|(t, _, _)| *t <= at) {
+        keys.push_back(entry);
+    } else if keys.front().is_some_and(|(t, _, _)| *t > at) {
+        keys.push_front(entry);
+    } else {
+        let i = keys.partition_point(|(t, _, _)| *t <= at);
+        keys.insert(i, entry);
+    }
+}
 
 /// Boxes of completed batches kept for new ones: at many partitions nearly every record
 /// opens a batch, and a box's allocation and free cost more than filling it.
@@ -592,11 +608,11 @@ impl Accumulator {
     /// front, older still): only fronts need looking at, and a step costs nothing per batch.
     pub fn expire(&mut self, now: Instant) -> Vec<Batch> {
         let mut due: Vec<(&Topic, i32, u32)> = Vec::new();
-        while let Some(&Reverse((at, id, gen))) = self.fronts.due.peek() {
+        while let Some(&(at, id, gen)) = self.fronts.due.front() {
             if at > now {
                 break;
             }
-            self.fronts.due.pop();
+            self.fronts.due.pop_front();
             if self.queues.is_current(id, gen) {
                 let (t, p, _) = self.queues.by_id(id);
                 due.push((t, p, id));
@@ -630,7 +646,7 @@ impl Accumulator {
     /// [`Fronts`]).
     pub fn next_deadline(&self) -> Option<Instant> {
         // The fronts suffice: see `expire`. The top is never stale (see `Fronts`).
-        self.fronts.due.peek().map(|Reverse((at, _, _))| *at)
+        self.fronts.due.front().map(|(at, _, _)| *at)
     }
 
     /// Keeps a partition's index keys (see [`Fronts`]) those of its first batch after its
@@ -673,21 +689,13 @@ impl Accumulator {
         match keys {
             Some((ready, due)) => {
                 if new_ready {
-                    let entry = (ready, id, q.ready_generation);
-                    let r = &mut self.fronts.ready;
                     // Usually the latest (a new batch), else usually the earliest (a next
-                    // batch, due already): a search only between.
-                    if r.back().is_none_or(|(at, _, _)| *at <= ready) {
-                        r.push_back(entry);
-                    } else if r.front().is_some_and(|(at, _, _)| *at > ready) {
-                        r.push_front(entry);
-                    } else {
-                        let at = r.partition_point(|(at, _, _)| *at <= ready);
-                        r.insert(at, entry);
-                    }
+                    // batch, due already).
+                    insert_sorted(&mut self.fronts.ready, (ready, id, q.ready_generation));
                 }
                 if new_due {
-                    self.fronts.due.push(Reverse((due, id, q.generation)));
+                    // Usually the latest (a new batch).
+                    insert_sorted(&mut self.fronts.due, (due, id, q.generation));
                 }
                 if !was_indexed {
                     parts.nonempty += 1;
@@ -727,13 +735,13 @@ impl Accumulator {
     fn tidy_due(&mut self) {
         let queues = &self.queues;
         if self.fronts.due.len() > 2 * queues.nonempty + DUE_SLACK {
-            (self.fronts.due).retain(|Reverse((_, id, gen))| queues.is_current(*id, *gen));
+            (self.fronts.due).retain(|(_, id, gen)| queues.is_current(*id, *gen));
         }
-        while let Some(&Reverse((_, id, gen))) = self.fronts.due.peek() {
+        while let Some(&(_, id, gen)) = self.fronts.due.front() {
             if queues.is_current(id, gen) {
                 break;
             }
-            self.fronts.due.pop();
+            self.fronts.due.pop_front();
         }
     }
 
@@ -744,9 +752,11 @@ impl Accumulator {
         self.queues.retain(wanted);
         // Stale entries may name the ids just freed: the heap is made again from the live
         // queues' keys (this happens when metadata lets a topic go, not per batch).
-        self.fronts.due = (self.queues.iter())
-            .filter_map(|(_, _, q)| Some(Reverse((q.keys?.1, q.id, q.generation))))
+        let mut due: Vec<_> = (self.queues.iter())
+            .filter_map(|(_, _, q)| Some((q.keys?.1, q.id, q.generation)))
             .collect();
+        due.sort_unstable();
+        self.fronts.due = due.into();
         let mut ready: Vec<_> = (self.queues.iter())
             .filter_map(|(_, _, q)| Some((q.keys?.0, q.id, q.ready_generation)))
             .collect();

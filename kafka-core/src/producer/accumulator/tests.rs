@@ -428,8 +428,8 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                 acc.next_deadline() <= earliest,
                 "seed {seed} step {step}: a late deadline"
             );
-            // The deadline heap's top is the earliest indexed key, never a stale one, and
-            // stale entries never outnumber live ones by more than the slack.
+            // The deadlines' front is the earliest indexed key, never a stale one, they are
+            // sorted, and stale entries never outnumber live ones by more than the slack.
             let keyed = (acc.queues.iter())
                 .filter_map(|(_, _, q)| q.keys.map(|k| k.1))
                 .min();
@@ -442,8 +442,10 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
             );
             // Each live queue has exactly one current entry.
             let current = (acc.fronts.due.iter())
-                .filter(|e| acc.queues.is_current(e.0 .1, e.0 .2))
+                .filter(|e| acc.queues.is_current(e.1, e.2))
                 .count();
+            let due = &acc.fronts.due;
+            assert!(due.iter().zip(due.iter().skip(1)).all(|(a, b)| a.0 <= b.0));
             assert_eq!(current, live, "seed {seed} step {step}");
             // Likewise the ready times: sorted, one current entry per live queue (among them
             // or among those due), and stale ones bounded.
