@@ -22,7 +22,7 @@ use crate::config::HostPort;
 use crate::net::NodeId;
 use crate::rng::Rng;
 use crate::time::Instant;
-use crate::topic::Topic;
+use crate::topic::{Topic, TopicKey};
 
 /// One partition as metadata describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -424,8 +424,8 @@ impl Metadata {
     }
 
     /// A topic's metadata, if known.
-    pub fn topic(&self, topic: &str) -> Option<&TopicInfo> {
-        self.topics.get(topic)
+    pub fn topic(&self, topic: &(impl TopicKey + ?Sized)) -> Option<&TopicInfo> {
+        topic.find(&self.topics)
     }
 
     /// [`topic`](Self::topic) by a shared name: found by pointer when it shares the
@@ -438,19 +438,18 @@ impl Metadata {
     }
 
     /// A partition's leader, if known.
-    pub fn leader(&self, topic: &str, partition: i32) -> Option<NodeId> {
-        self.topics
-            .get(topic)?
+    pub fn leader(&self, topic: &(impl TopicKey + ?Sized), partition: i32) -> Option<NodeId> {
+        topic
+            .find(&self.topics)?
             .partitions
             .get(usize::try_from(partition).ok()?)?
             .leader
     }
 
     /// A partition's leader epoch, if known (brokers before KIP-320 send -1).
-    pub fn leader_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
-        let p = self
-            .topics
-            .get(topic)?
+    pub fn leader_epoch(&self, topic: &(impl TopicKey + ?Sized), partition: i32) -> Option<i32> {
+        let p = topic
+            .find(&self.topics)?
             .partitions
             .get(usize::try_from(partition).ok()?)?;
         (p.leader_epoch >= 0).then_some(p.leader_epoch)

@@ -190,3 +190,95 @@ mod tests {
         assert_eq!(Topic::from(""), Topic::default());
     }
 }
+
+/// A topic name to look up in the client's maps, which are keyed by [`Topic`]: a `Topic` finds
+/// its entry by pointer when it shares the key's allocation (no name compare; the producer
+/// looks a batch's topic up several times per batch), a `str` or `String` by name.
+/// Implemented for those three only (sealed).
+pub trait TopicKey: sealed::Sealed {
+    #[doc(hidden)]
+    fn find<'a, V>(&self, map: &'a std::collections::BTreeMap<Topic, V>) -> Option<&'a V>;
+    #[doc(hidden)]
+    fn find_mut<'a, V>(
+        &self,
+        map: &'a mut std::collections::BTreeMap<Topic, V>,
+    ) -> Option<&'a mut V>;
+    #[doc(hidden)]
+    fn to_topic(&self) -> Topic;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Topic {}
+    impl Sealed for str {}
+    impl Sealed for String {}
+    impl<T: Sealed + ?Sized> Sealed for &T {}
+}
+
+impl TopicKey for Topic {
+    #[inline]
+    fn find<'a, V>(&self, map: &'a std::collections::BTreeMap<Topic, V>) -> Option<&'a V> {
+        map.get(self)
+    }
+    #[inline]
+    fn find_mut<'a, V>(
+        &self,
+        map: &'a mut std::collections::BTreeMap<Topic, V>,
+    ) -> Option<&'a mut V> {
+        map.get_mut(self)
+    }
+    fn to_topic(&self) -> Topic {
+        self.clone()
+    }
+}
+
+impl TopicKey for str {
+    #[inline]
+    fn find<'a, V>(&self, map: &'a std::collections::BTreeMap<Topic, V>) -> Option<&'a V> {
+        map.get(self)
+    }
+    #[inline]
+    fn find_mut<'a, V>(
+        &self,
+        map: &'a mut std::collections::BTreeMap<Topic, V>,
+    ) -> Option<&'a mut V> {
+        map.get_mut(self)
+    }
+    fn to_topic(&self) -> Topic {
+        Topic::from(self)
+    }
+}
+
+impl TopicKey for String {
+    #[inline]
+    fn find<'a, V>(&self, map: &'a std::collections::BTreeMap<Topic, V>) -> Option<&'a V> {
+        map.get(self.as_str())
+    }
+    #[inline]
+    fn find_mut<'a, V>(
+        &self,
+        map: &'a mut std::collections::BTreeMap<Topic, V>,
+    ) -> Option<&'a mut V> {
+        map.get_mut(self.as_str())
+    }
+    fn to_topic(&self) -> Topic {
+        Topic::from(self)
+    }
+}
+
+impl<T: TopicKey + ?Sized> TopicKey for &T {
+    #[inline]
+    fn find<'a, V>(&self, map: &'a std::collections::BTreeMap<Topic, V>) -> Option<&'a V> {
+        (**self).find(map)
+    }
+    #[inline]
+    fn find_mut<'a, V>(
+        &self,
+        map: &'a mut std::collections::BTreeMap<Topic, V>,
+    ) -> Option<&'a mut V> {
+        (**self).find_mut(map)
+    }
+    fn to_topic(&self) -> Topic {
+        (**self).to_topic()
+    }
+}

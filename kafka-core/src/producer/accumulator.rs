@@ -10,6 +10,7 @@ use kafka_proto::record::{BatchBuilder, RecordBatches, BATCH_HEADER_LEN};
 
 use super::record::{ProducerRecord, RecordMeta, RecordToken, Topic};
 use crate::time::Instant;
+use crate::topic::TopicKey;
 
 /// A topic and partition.
 pub use crate::topic::TopicPartition;
@@ -425,7 +426,7 @@ impl Accumulator {
     /// held back while a request is in flight on its leader's connection (see
     /// `Producer::send_round`): twice `linger.ms` from its opening. None for a batch that may
     /// not wait: a full one, a retry, or any while a send waits for memory.
-    pub fn hold_until(&self, topic: &str, partition: i32) -> Option<Instant> {
+    pub fn hold_until(&self, topic: &(impl TopicKey + ?Sized), partition: i32) -> Option<Instant> {
         if self.pool.waiters {
             return None;
         }
@@ -652,7 +653,7 @@ impl Accumulator {
     /// Keeps a partition's index keys (see [`Fronts`]) those of its first batch after its
     /// queue changed, and counts the queues that hold batches (see [`Queues`]). Every change
     /// to which batch is first, or to its retry time or fullness, is followed by this.
-    fn reindex(&mut self, topic: &str, partition: i32) {
+    fn reindex(&mut self, topic: &(impl TopicKey + ?Sized), partition: i32) {
         if let Some(q) = self.queues.get(topic, partition) {
             self.reindex_id(q.id);
         }
@@ -766,7 +767,7 @@ impl Accumulator {
     }
 
     /// Batches waiting for each partition.
-    pub fn queue_len(&self, topic: &str, partition: i32) -> usize {
+    pub fn queue_len(&self, topic: &(impl TopicKey + ?Sized), partition: i32) -> usize {
         self.queues.get(topic, partition).map_or(0, |q| q.len())
     }
 
@@ -892,8 +893,8 @@ impl Accumulator {
     }
 
     /// Whether a queued batch of the partition holds a sequence of `epoch` before `seq`.
-    pub fn has_earlier(&self, tp: &(impl AsRef<str>, i32), epoch: i16, seq: i32) -> bool {
-        self.queues.get(tp.0.as_ref(), tp.1).is_some_and(|q| {
+    pub fn has_earlier(&self, tp: &(impl TopicKey, i32), epoch: i16, seq: i32) -> bool {
+        self.queues.get(&tp.0, tp.1).is_some_and(|q| {
             q.iter().any(|b| {
                 b.base_sequence >= 0
                     && b.epoch == epoch
@@ -903,9 +904,9 @@ impl Accumulator {
     }
 
     /// Whether the partition's first batch is a retry.
-    pub fn front_is_retry(&self, tp: &(impl AsRef<str>, i32)) -> bool {
+    pub fn front_is_retry(&self, tp: &(impl TopicKey, i32)) -> bool {
         self.queues
-            .get(tp.0.as_ref(), tp.1)
+            .get(&tp.0, tp.1)
             .and_then(|q| q.front())
             .is_some_and(|b| b.attempts > 0)
     }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::accumulator::TopicPartition;
+use crate::topic::{Topic, TopicKey};
 
 /// A map from (topic, partition) to `V`, iterated in (topic, partition) order as a
 /// `BTreeMap<TopicPartition, V>` would be. Each topic's partitions sit in a vector indexed by
@@ -13,8 +14,9 @@ use super::accumulator::TopicPartition;
 /// long as the topic is wide; a negative number, which no batch carries, still works.
 #[derive(Debug)]
 pub(crate) struct ByPartition<V> {
-    /// Only topics with entries: one left empty is removed.
-    topics: BTreeMap<String, Slots<V>>,
+    /// Only topics with entries: one left empty is removed. Keyed by the shared name, so
+    /// that a lookup by a `Topic` sharing the key's allocation compares no names.
+    topics: BTreeMap<Topic, Slots<V>>,
 }
 
 #[derive(Debug)]
@@ -105,35 +107,33 @@ impl<V> Slots<V> {
 }
 
 impl<V> ByPartition<V> {
-    pub fn get<T: AsRef<str>>(&self, tp: &(T, i32)) -> Option<&V> {
-        self.get_in(tp.0.as_ref(), tp.1)
+    pub fn get<T: TopicKey>(&self, tp: &(T, i32)) -> Option<&V> {
+        self.get_in(&tp.0, tp.1)
     }
 
-    pub fn get_mut<T: AsRef<str>>(&mut self, tp: &(T, i32)) -> Option<&mut V> {
-        self.topics.get_mut(tp.0.as_ref())?.get_mut(tp.1)
+    pub fn get_mut<T: TopicKey>(&mut self, tp: &(T, i32)) -> Option<&mut V> {
+        tp.0.find_mut(&mut self.topics)?.get_mut(tp.1)
     }
 
     /// [`ByPartition::get`] without a `TopicPartition`.
-    pub fn get_in(&self, topic: &str, partition: i32) -> Option<&V> {
-        self.topics.get(topic)?.get(partition)
+    pub fn get_in<T: TopicKey + ?Sized>(&self, topic: &T, partition: i32) -> Option<&V> {
+        topic.find(&self.topics)?.get(partition)
     }
 
-    /// The entry for `tp`, made with `make` if absent. The topic's name is copied only the
-    /// first time the topic is seen.
-    pub fn or_insert_with<T: AsRef<str>>(
+    /// The entry for `tp`, made with `make` if absent.
+    pub fn or_insert_with<T: TopicKey>(
         &mut self,
         tp: &(T, i32),
         make: impl FnOnce() -> V,
     ) -> &mut V {
-        let topic = tp.0.as_ref();
-        if !self.topics.contains_key(topic) {
-            self.topics.insert(topic.to_owned(), Slots::default());
+        if tp.0.find(&self.topics).is_none() {
+            self.topics.insert(tp.0.to_topic(), Slots::default());
         }
-        let slots = self.topics.get_mut(topic).expect("inserted above");
+        let slots = tp.0.find_mut(&mut self.topics).expect("inserted above");
         slots.or_insert_with(tp.1, make)
     }
 
-    pub fn insert<T: AsRef<str>>(&mut self, tp: &(T, i32), v: V) -> Option<V> {
+    pub fn insert<T: TopicKey>(&mut self, tp: &(T, i32), v: V) -> Option<V> {
         let old = self.remove(tp);
         self.or_insert_with(tp, || v);
         old
@@ -141,11 +141,12 @@ impl<V> ByPartition<V> {
 
     /// Removes `tp`'s entry. A topic left without entries is forgotten, so that the map's
     /// size follows what is in it.
-    pub fn remove<T: AsRef<str>>(&mut self, tp: &(T, i32)) -> Option<V> {
-        let slots = self.topics.get_mut(tp.0.as_ref())?;
+    pub fn remove<T: TopicKey>(&mut self, tp: &(T, i32)) -> Option<V> {
+        let slots = tp.0.find_mut(&mut self.topics)?;
         let out = slots.remove(tp.1)?;
         if slots.len == 0 {
-            self.topics.remove(tp.0.as_ref());
+            let topic = tp.0.to_topic();
+            self.topics.remove(&topic);
         }
         Some(out)
     }

@@ -1,6 +1,7 @@
 //! Idempotence bookkeeping: per-partition sequences and epochs, and the KIP-360 epoch bump
 //! that lets a partition start over when the broker lost (or may have lost) its state.
 
+use crate::topic::TopicKey;
 use kafka_proto::messages::init_producer_id_request::InitProducerIdRequest;
 use kafka_proto::messages::init_producer_id_response::InitProducerIdResponse;
 use kafka_proto::ErrorCode;
@@ -135,7 +136,7 @@ impl IdempotenceState {
     #[inline]
     pub(super) fn assign(
         &mut self,
-        tp: &(impl AsRef<str>, i32),
+        tp: &(impl TopicKey, i32),
         kept: i32,
         records: usize,
     ) -> (i16, i32) {
@@ -166,7 +167,7 @@ impl IdempotenceState {
 
     /// Whether `epoch` is the one the partition's batches are sealed under now.
     #[inline]
-    pub(super) fn is_current(&self, tp: &(impl AsRef<str>, i32), epoch: i16) -> bool {
+    pub(super) fn is_current(&self, tp: &(impl TopicKey, i32), epoch: i16) -> bool {
         self.sequences.get(tp).is_some_and(|p| p.epoch == epoch)
     }
 
@@ -185,7 +186,7 @@ impl IdempotenceState {
     }
 
     /// Marks a partition for an epoch bump once nothing of it is in flight.
-    pub(super) fn request_bump(&mut self, tp: &(impl AsRef<str>, i32)) {
+    pub(super) fn request_bump(&mut self, tp: &(impl TopicKey, i32)) {
         if let Some(p) = self.sequences.get_mut(tp) {
             p.bump = true;
             self.bumps_requested = true;
@@ -293,7 +294,7 @@ impl Producer {
     }
 
     /// Marks a partition for an epoch bump (idempotent producers only).
-    pub(super) fn request_bump(&mut self, tp: &(impl AsRef<str>, i32)) {
+    pub(super) fn request_bump(&mut self, tp: &(impl TopicKey, i32)) {
         if let Some(txn) = &mut self.txn {
             txn.require_bump();
             return;

@@ -11,6 +11,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use super::accumulator::Batch;
 use super::by_partition::ByPartition;
 use crate::time::Instant;
+use crate::topic::TopicKey;
 
 /// The producer's in-flight batches.
 ///
@@ -137,7 +138,7 @@ impl InFlight {
 
     /// Whether a batch of the partition is in flight.
     #[inline]
-    pub(super) fn is_busy(&self, topic: &str, partition: i32) -> bool {
+    pub(super) fn is_busy(&self, topic: &(impl TopicKey + ?Sized), partition: i32) -> bool {
         (self.per_partition.get_in(topic, partition)).is_some_and(|n| *n > 0)
     }
 }

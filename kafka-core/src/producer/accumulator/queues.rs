@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::Batch;
 use crate::time::Instant;
-use crate::topic::Topic;
+use crate::topic::{Topic, TopicKey};
 
 /// One partition's queued batches, and the keys its first batch is indexed under in
 /// [`Fronts`] (`None`: not indexed).
@@ -83,18 +83,22 @@ pub(super) struct TopicQueues {
 }
 
 impl Queues {
-    fn topic(&self, topic: &str) -> Option<&TopicQueues> {
-        self.topics.get(*self.index.get(topic)?)
+    fn topic(&self, topic: &(impl TopicKey + ?Sized)) -> Option<&TopicQueues> {
+        self.topics.get(*topic.find(&self.index)?)
     }
 
-    pub(super) fn get(&self, topic: &str, partition: i32) -> Option<&Queue> {
+    pub(super) fn get(&self, topic: &(impl TopicKey + ?Sized), partition: i32) -> Option<&Queue> {
         self.topic(topic)?
             .partitions
             .get(usize::try_from(partition).ok()?)
     }
 
-    pub(super) fn get_mut(&mut self, topic: &str, partition: i32) -> Option<&mut Queue> {
-        let at = *self.index.get(topic)?;
+    pub(super) fn get_mut(
+        &mut self,
+        topic: &(impl TopicKey + ?Sized),
+        partition: i32,
+    ) -> Option<&mut Queue> {
+        let at = *topic.find(&self.index)?;
         self.topics[at]
             .partitions
             .get_mut(usize::try_from(partition).ok()?)

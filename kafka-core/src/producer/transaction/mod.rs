@@ -15,6 +15,7 @@
 //! (fenced, not authorized for the transactional id, an invalid state) stop the producer's
 //! transactions for good, abortable ones leave the application to abort and carry on.
 
+use crate::topic::TopicKey;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
@@ -270,7 +271,7 @@ impl Transactions {
     }
 
     /// A batch for `tp` opened: the partition joins the transaction before its batches go.
-    pub(crate) fn add_partition(&mut self, tp: &(impl AsRef<str>, i32)) {
+    pub(crate) fn add_partition(&mut self, tp: &(impl TopicKey + AsRef<str>, i32)) {
         if self.tv2 {
             // Version 2: the Produce adds it.
             self.added.or_insert_with(tp, || ());
@@ -280,7 +281,7 @@ impl Transactions {
     }
 
     /// Whether `tp`'s batches may be sent: it is in the transaction.
-    pub(crate) fn is_added(&self, tp: &(impl AsRef<str>, i32)) -> bool {
+    pub(crate) fn is_added(&self, tp: &(impl TopicKey, i32)) -> bool {
         self.added.get(tp).is_some()
     }
 
