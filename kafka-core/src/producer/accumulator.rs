@@ -559,12 +559,11 @@ impl Accumulator {
 
     /// Takes ready first batches of partitions led by `node`, up to `max_size` bytes in all
     /// (one batch always goes, so an oversized batch is not stuck forever).
-    pub fn drain<T: AsRef<str>>(&mut self, partitions: &[(T, i32)], max_size: usize) -> Vec<Batch> {
-        let mut out = Vec::new();
+    pub fn drain<T: TopicKey>(&mut self, partitions: &[(T, i32)], max_size: usize) -> Vec<Batch> {
+        let mut out = Vec::with_capacity(partitions.len());
         let mut size = 0;
         for (topic, partition) in partitions {
-            let (topic, partition) = (topic.as_ref(), *partition);
-            let Some(q) = self.queues.get_mut(topic, partition) else {
+            let Some(q) = self.queues.get_mut(topic, *partition) else {
                 continue;
             };
             let Some(first) = q.front() else { continue };

@@ -109,21 +109,30 @@ impl Producer {
                 || not_added
         });
         self.linger_at = linger;
-        // By leader, and by connection to it when there are several.
-        let mut by_conn: BTreeMap<(NodeId, usize), Vec<(Topic, i32)>> = BTreeMap::new();
+        // By leader, and by connection to it when there are several: in (topic, partition)
+        // order within each, as `ready` gave them (a stable sort by connection; with one
+        // broker the list is sorted already). A tree of lists, one entry per partition, cost
+        // a search and its lists' growth per batch.
         let lanes = self.cfg.connections_per_broker;
         // A partition without a leader (not elected yet, or it moved) waits for metadata,
         // which must then be asked for: nothing else would wake its batches.
         let mut unknown_leader = self.any_leaderless();
+        let mut keyed: Vec<((NodeId, usize), (Topic, i32))> = Vec::with_capacity(ready.len());
         for tp in ready {
             match self.metadata.leader(&tp.0, tp.1) {
-                Some(node) => by_conn
-                    .entry((node, lane(tp.1, lanes)))
-                    .or_default()
-                    .push(tp),
+                Some(node) => keyed.push(((node, lane(tp.1, lanes)), tp)),
                 None => unknown_leader = true,
             }
         }
+        keyed.sort_by_key(|(conn, _)| *conn);
+        let mut by_conn: Vec<((NodeId, usize), std::ops::Range<usize>)> = Vec::new();
+        for (i, (conn, _)) in keyed.iter().enumerate() {
+            match by_conn.last_mut() {
+                Some((c, range)) if c == conn => range.end = i + 1,
+                _ => by_conn.push((*conn, i..i + 1)),
+            }
+        }
+        let tps: Vec<(Topic, i32)> = keyed.into_iter().map(|(_, tp)| tp).collect();
         if unknown_leader {
             self.metadata.request_update();
         }
@@ -138,7 +147,8 @@ impl Producer {
         // as its linger ends made a request per few records, costing both sides CPU.
         let may_hold = !force && !self.cfg.linger.is_zero();
         self.holding = None;
-        for ((node, lane), partitions) in by_conn {
+        for ((node, lane), range) in by_conn {
+            let partitions = &tps[range];
             let purpose = Purpose::lane(lane);
             let Some(conn) = self.net.ready(node, purpose, now) else {
                 if !self.net.knows(node) {
@@ -150,7 +160,7 @@ impl Producer {
                 }
                 self.stalled_since.entry((node, lane)).or_insert(now);
                 // Their batches wait: once full, they may grow rather than queue more.
-                self.acc.waiting(&partitions);
+                self.acc.waiting(partitions);
                 continue;
             };
             self.stalled_since.remove(&(node, lane));
@@ -165,7 +175,7 @@ impl Producer {
                     continue;
                 }
             }
-            let batches = self.acc.drain(&partitions, self.cfg.max_request_size);
+            let batches = self.acc.drain(partitions, self.cfg.max_request_size);
             // A request that could not be written (its batches went back) is no progress.
             if !batches.is_empty() && self.send_batches(conn, batches, now) {
                 more |= partitions
@@ -211,25 +221,44 @@ impl Producer {
         // batch before (drained in topic order) left its topic, rather than by cloning each
         // batch's topic name into a map key.
         let mut topics: Vec<TopicProduceData> = Vec::new();
-        for b in &mut batches {
-            let bytes = self.seal_for_request(b, (pid, epoch), now);
-            let at = match topics
-                .iter()
-                .rposition(|t| t.name.as_str() == b.tp.0.as_str())
-            {
-                Some(at) => at,
-                None => {
-                    let topic_id = (self.metadata.topic(&b.tp.0))
-                        .map(|t| t.id)
-                        .unwrap_or_default();
-                    topics.push(TopicProduceData {
-                        name: b.tp.0.to_string(),
-                        topic_id,
-                        ..Default::default()
-                    });
-                    topics.len() - 1
+        // The topic of the batch before, and its place in `topics`: a run of one topic's
+        // batches finds it by pointer.
+        let mut last: Option<(Topic, usize)> = None;
+        for i in 0..batches.len() {
+            let topic = &batches[i].tp.0;
+            let at = match &last {
+                Some((t, at)) if t == topic => *at,
+                _ => {
+                    let at = match topics
+                        .iter()
+                        .rposition(|t| t.name.as_str() == topic.as_str())
+                    {
+                        Some(at) => at,
+                        None => {
+                            let topic_id = (self.metadata.topic(topic))
+                                .map(|t| t.id)
+                                .unwrap_or_default();
+                            // Room for the topic's run of batches (drained in topic order):
+                            // grown a push at a time, the list was reallocated and copied
+                            // about seven times a request.
+                            let run = (batches[i..].iter())
+                                .take_while(|b| b.tp.0 == *topic)
+                                .count();
+                            topics.push(TopicProduceData {
+                                name: topic.to_string(),
+                                topic_id,
+                                partition_data: Vec::with_capacity(run),
+                                ..Default::default()
+                            });
+                            topics.len() - 1
+                        }
+                    };
+                    last = Some((topic.clone(), at));
+                    at
                 }
             };
+            let b = &mut batches[i];
+            let bytes = self.seal_for_request(b, (pid, epoch), now);
             topics[at].partition_data.push(PartitionProduceData {
                 index: b.tp.1,
                 records: Some(bytes),
