@@ -21,9 +21,11 @@ use crate::topic::TopicKey;
 #[derive(Debug, Default)]
 pub(super) struct InFlight {
     by_id: IdMap<Batch>,
-    /// By delivery deadline, earliest on top. An entry whose batch left (answered, failed)
-    /// stays until it reaches the top, where [`InFlight::take`] drops it, so the top is always
-    /// a batch in flight; when stale entries outnumber the live ones the heap is rebuilt.
+    /// By delivery deadline, earliest on top (a request's batches come in partition order, not
+    /// deadline order: kept sorted in a deque, inserting them cost 350 instructions each). An
+    /// entry whose batch left (answered, failed) stays until it reaches the top, where
+    /// [`InFlight::take`] drops it, so the top is always a batch in flight; when stale entries
+    /// outnumber the live ones they are swept out.
     due: BinaryHeap<Reverse<(Instant, u64)>>,
     /// How many batches of each partition are in flight. A partition's count stays when it
     /// drops to zero: at many partitions nearly every batch is a partition's only one in
@@ -83,8 +85,9 @@ impl InFlight {
         self.by_id.get(&id).is_some_and(|b| b.deadline == at)
     }
 
-    /// Drops stale entries from the heap's top, and rebuilds it when they outnumber the
-    /// live ones.
+    /// Drops stale entries from the top, and sweeps them all out when they outnumber the live
+    /// ones (from the heap itself: rebuilt from the map, the sweep walked the map's whole
+    /// capacity, 200 instructions a batch at 10,000 partitions).
     fn tidy_due(&mut self) {
         while let Some(Reverse(top)) = self.due.peek() {
             if self.live(*top) {
@@ -93,10 +96,8 @@ impl InFlight {
             self.due.pop();
         }
         if self.due.len() > 2 * self.by_id.len() + 64 {
-            let live: Vec<_> = (self.by_id.values())
-                .map(|b| Reverse((b.deadline, b.id)))
-                .collect();
-            self.due = BinaryHeap::from(live);
+            let by_id = &self.by_id;
+            (self.due).retain(|Reverse((at, id))| by_id.get(id).is_some_and(|b| b.deadline == *at));
         }
     }
 
