@@ -486,7 +486,6 @@ impl Producer {
     /// memory), or when something must start before it can go: a producer id, the partition's
     /// place in the transaction, its leader, or a connection to it.
     fn new_batch_acts(&mut self, leader: Option<NodeId>, partition: i32) -> bool {
-        self.attention = true;
         let lane = Purpose::lane(lane(partition, self.cfg.connections_per_broker));
         let acts = self.cfg.linger.is_zero()
             || self.forced()
@@ -494,12 +493,25 @@ impl Producer {
             || self.txn.is_some()
             || (self.cfg.enable_idempotence && self.idem.id.is_none())
             || leader.is_none_or(|node| !self.net.has_connection(node, lane));
-        if !acts {
+        if acts {
+            self.attention = true;
+        } else {
             // A send after its linger.ms runs the sender (see `send_or_return`), as if the
             // sender had run now and seen it: `poll_timeout` reports only instants still to
             // come, so one that passed before the IO loop's timer fired is caught here.
             let ready = self.now + self.cfg.linger;
-            self.linger_at = Some(self.linger_at.map_or(ready, |t| t.min(ready)));
+            // The IO loop need not look again when a batch lingering already becomes ready
+            // no later than this one (its wake-up is no later than that batch's, which it was
+            // told of: `linger_at` is set either by the sender, which always asks for
+            // attention, or here, asking for it), since the new batch's readiness and deadline
+            // are later still. With keys over 10,000 partitions nearly every record opens a
+            // batch, and each had the IO loop wake and ask `poll_timeout` (400 instructions,
+            // and a cross-thread wake-up in the driver).
+            let told = self.linger_at.is_some_and(|t| self.now < t && t <= ready);
+            if !told {
+                self.attention = true;
+                self.linger_at = Some(self.linger_at.map_or(ready, |t| t.min(ready)));
+            }
         }
         acts
     }
