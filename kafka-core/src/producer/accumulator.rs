@@ -156,6 +156,16 @@ fn shared_block(len: usize) -> BytesMut {
     block
 }
 
+/// A partition whose first batch may be sent, with what the sender's `admit` said of it (see
+/// [`Accumulator::ready`]).
+pub(crate) type Ready<K> = ((Topic, i32), K);
+
+/// Sorts ready partitions in (topic, partition) order, as the queues are (requests fill in
+/// that order).
+fn sort_ready<K>(ready: &mut [Ready<K>]) {
+    ready.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+}
+
 /// Boxes of completed batches kept for new ones: at many partitions nearly every record
 /// opens a batch, and a box's allocation and free cost more than filling it.
 const SPARE_BATCHES: usize = 256;
@@ -455,17 +465,20 @@ impl Accumulator {
             .map(|(t, p, _)| (t.as_str(), p))
     }
 
-    /// The partitions whose first batch may be sent now, and the next instant one becomes ready.
-    /// `force` is set while a flush or close is under way.
-    pub fn ready(
+    /// The partitions whose first batch may be sent now, each with what `admit` said of that
+    /// batch (`None`: it may not go yet), and the next instant an admitted one becomes ready.
+    /// `force` is set while a flush or close is under way. The sender's `admit` looks up the
+    /// partition's leader, which it then needs to send: answering with it saves a second
+    /// lookup per batch.
+    pub fn ready<K>(
         &self,
         now: Instant,
         force: bool,
-        blocked: impl Fn(&(Topic, i32)) -> bool,
-    ) -> (Vec<(Topic, i32)>, Option<Instant>) {
+        admit: impl Fn(&BatchData) -> Option<K>,
+    ) -> (Vec<Ready<K>>, Option<Instant>) {
         if force || self.pool.waiters {
             // Every first batch may be ready, whatever its key says.
-            return self.ready_scan(now, force, blocked);
+            return self.ready_scan(now, force, admit);
         }
         // The index: those due already, then in key order those due now, then the first one
         // that is not blocked.
@@ -480,18 +493,17 @@ impl Accumulator {
             let Some(b) = q.front() else {
                 continue;
             };
-            if blocked(&b.tp) {
+            let Some(k) = admit(b) else {
                 continue;
-            }
+            };
             if at > now {
-                ready.sort_unstable();
+                sort_ready(&mut ready);
                 return (ready, Some(at));
             }
             // The index's shared name, not the batch's own: a clone is a count, not a copy.
-            ready.push((topic.clone(), partition));
+            ready.push(((topic.clone(), partition), k));
         }
-        // In (topic, partition) order, as the queues are (requests fill in that order).
-        ready.sort_unstable();
+        sort_ready(&mut ready);
         (ready, None)
     }
 
@@ -499,7 +511,7 @@ impl Accumulator {
     /// [`Accumulator::ready`], none blocked).
     pub fn next_ready(&self, now: Instant, force: bool) -> Option<Instant> {
         if force || self.pool.waiters {
-            return self.ready_scan(now, force, |_| false).1;
+            return self.ready_scan(now, force, |_| Some(())).1;
         }
         // Those due already (in `ready_now`, or at the front) are not asked for. Usually
         // the first entry answers (the sender just took what was due).
@@ -547,21 +559,21 @@ impl Accumulator {
     }
 
     /// [`Accumulator::ready`] by visiting every queue.
-    fn ready_scan(
+    fn ready_scan<K>(
         &self,
         now: Instant,
         force: bool,
-        blocked: impl Fn(&(Topic, i32)) -> bool,
-    ) -> (Vec<(Topic, i32)>, Option<Instant>) {
+        admit: impl Fn(&BatchData) -> Option<K>,
+    ) -> (Vec<Ready<K>>, Option<Instant>) {
         let mut ready = Vec::new();
         let mut next: Option<Instant> = None;
         for (topic, partition, q) in self.queues.iter() {
             let Some(b) = q.front() else { continue };
-            if blocked(&b.tp) {
+            let Some(k) = admit(b) else {
                 continue;
-            }
+            };
             if self.is_ready(b, now, force) {
-                ready.push((topic.clone(), partition));
+                ready.push(((topic.clone(), partition), k));
             } else {
                 let at = b.retry_at.unwrap_or(b.created + self.linger);
                 next = Some(next.map_or(at, |n| n.min(at)));
@@ -916,13 +928,6 @@ impl Accumulator {
     }
 
     /// Whether the partition's first batch is a retry.
-    pub fn front_is_retry(&self, tp: &(impl TopicKey, i32)) -> bool {
-        self.queues
-            .get(&tp.0, tp.1)
-            .and_then(|q| q.front())
-            .is_some_and(|b| b.attempts > 0)
-    }
-
     /// Whether nothing is queued.
     pub fn is_empty(&self) -> bool {
         self.queues.is_empty()

@@ -85,54 +85,51 @@ impl Producer {
         }
         let force = self.forced();
         self.acc.promote(now);
+        // A partition without a leader (not elected yet, or it moved) waits for metadata,
+        // which must then be asked for: nothing else would wake its batches. (Such partitions
+        // are left out of `ready` below.)
+        let unknown_leader = self.any_leaderless();
         let metadata = &self.metadata;
         let txn = &self.txn;
         let in_flight = &self.in_flight;
         let sequences = &self.idem.sequences;
         let idempotent = self.cfg.enable_idempotence;
         let acc = &self.acc;
-        let (ready, linger) = acc.ready(now, force, |tp| {
+        let lanes = self.cfg.connections_per_broker;
+        // Each ready partition with its leader's connection (leader and lane), or blocked.
+        let (ready, linger) = acc.ready(now, force, |b| {
+            let tp = &b.tp;
+            let node = metadata.leader(&tp.0, tp.1)?;
+            let seq = sequences.get(tp);
+            // A partition's batches wait until it is in the transaction, and while an epoch
+            // bump is pending.
+            if seq.is_some_and(|p| p.bump) || txn.as_ref().is_some_and(|t| !t.is_added(tp)) {
+                return None;
+            }
             // With idempotence, a retry waits until the partition has nothing else in flight,
-            // so its sequences reach the broker in order.
-            let busy = in_flight.is_busy(&tp.0, tp.1);
-            let retry_behind_in_flight = idempotent && acc.front_is_retry(tp) && busy;
-            // Until the broker has taken one batch under this epoch, one at a time (see
-            // `PartitionSequence::confirmed`).
-            let unconfirmed = idempotent && busy && sequences.get(tp).is_some_and(|p| !p.confirmed);
-            let bump_pending = sequences.get(tp).is_some_and(|p| p.bump);
-            // A partition's batches wait until it is in the transaction.
-            let not_added = txn.as_ref().is_some_and(|t| !t.is_added(tp));
-            metadata.leader(&tp.0, tp.1).is_none()
-                || retry_behind_in_flight
-                || unconfirmed
-                || bump_pending
-                || not_added
+            // so its sequences reach the broker in order; and until the broker has taken one
+            // batch under this epoch, one at a time (see `PartitionSequence::confirmed`).
+            let ordered = b.attempts > 0 || seq.is_some_and(|p| !p.confirmed);
+            if idempotent && ordered && in_flight.is_busy(&tp.0, tp.1) {
+                return None;
+            }
+            Some((node, lane(tp.1, lanes)))
         });
         self.linger_at = linger;
         // By leader, and by connection to it when there are several: in (topic, partition)
         // order within each, as `ready` gave them (a stable sort by connection; with one
         // broker the list is sorted already). A tree of lists, one entry per partition, cost
         // a search and its lists' growth per batch.
-        let lanes = self.cfg.connections_per_broker;
-        // A partition without a leader (not elected yet, or it moved) waits for metadata,
-        // which must then be asked for: nothing else would wake its batches.
-        let mut unknown_leader = self.any_leaderless();
-        let mut keyed: Vec<((NodeId, usize), (Topic, i32))> = Vec::with_capacity(ready.len());
-        for tp in ready {
-            match self.metadata.leader(&tp.0, tp.1) {
-                Some(node) => keyed.push(((node, lane(tp.1, lanes)), tp)),
-                None => unknown_leader = true,
-            }
-        }
-        keyed.sort_by_key(|(conn, _)| *conn);
+        let mut keyed = ready;
+        keyed.sort_by_key(|(_, conn)| *conn);
         let mut by_conn: Vec<((NodeId, usize), std::ops::Range<usize>)> = Vec::new();
-        for (i, (conn, _)) in keyed.iter().enumerate() {
+        for (i, (_, conn)) in keyed.iter().enumerate() {
             match by_conn.last_mut() {
                 Some((c, range)) if c == conn => range.end = i + 1,
                 _ => by_conn.push((*conn, i..i + 1)),
             }
         }
-        let tps: Vec<(Topic, i32)> = keyed.into_iter().map(|(_, tp)| tp).collect();
+        let tps: Vec<(Topic, i32)> = keyed.into_iter().map(|(tp, _)| tp).collect();
         if unknown_leader {
             self.metadata.request_update();
         }

@@ -9,6 +9,26 @@ fn recycled(acc: &Accumulator) -> usize {
     acc.pool.spares()
 }
 
+/// [`Accumulator::ready`]'s partitions, with those `blocked` says left out.
+fn ready_tps(
+    acc: &Accumulator,
+    now: Instant,
+    blocked: impl Fn(&(Topic, i32)) -> bool,
+) -> (Vec<(Topic, i32)>, Option<Instant>) {
+    let (ready, next) = acc.ready(now, false, |b| (!blocked(&b.tp)).then_some(()));
+    (ready.into_iter().map(|(tp, ())| tp).collect(), next)
+}
+
+/// [`Accumulator::ready_scan`]'s partitions, with those `blocked` says left out.
+fn scanned_tps(
+    acc: &Accumulator,
+    now: Instant,
+    blocked: impl Fn(&(Topic, i32)) -> bool,
+) -> (Vec<(Topic, i32)>, Option<Instant>) {
+    let (ready, next) = acc.ready_scan(now, false, |b| (!blocked(&b.tp)).then_some(()));
+    (ready.into_iter().map(|(tp, ())| tp).collect(), next)
+}
+
 fn drained(acc: &mut Accumulator, tp: &TopicPartition) -> Batch {
     acc.drain(std::slice::from_ref(tp), usize::MAX)
         .pop()
@@ -253,7 +273,7 @@ fn a_full_batch_grows_while_it_waits_up_to_the_cap() {
         sizes.iter().sum::<usize>(),
         "growth is accounted"
     );
-    let (ready, _) = acc.ready(Instant::ZERO, false, |_| false);
+    let (ready, _) = ready_tps(&acc, Instant::ZERO, |_| false);
     assert_eq!(ready, [(Topic::from("t"), 0)], "ready before linger.ms");
     // A first batch the sender found waiting (its connection at its in-flight limit) grows
     // too; drained, it is sealed and takes no more records: the next opens at 16 KB.
@@ -382,7 +402,7 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                 }
                 5 | 6 => {
                     acc.promote(now);
-                    let (ready, _) = acc.ready(now, false, |_| false);
+                    let (ready, _) = ready_tps(&acc, now, |_| false);
                     let taken = acc.drain(&ready, 1 + rng.below(2000) as usize);
                     out.extend(taken);
                 }
@@ -407,11 +427,11 @@ fn the_index_of_first_batches_agrees_with_visiting_every_queue() {
                 acc.promote(now);
             }
             let blocked = |tp: &(Topic, i32)| tp.1 % 5 == 0;
-            let (ready, next) = acc.ready(now, false, blocked);
-            let (ready_all, next_all) = acc.ready_scan(now, false, blocked);
+            let (ready, next) = ready_tps(&acc, now, blocked);
+            let (ready_all, next_all) = scanned_tps(&acc, now, blocked);
             assert_eq!(ready, ready_all, "seed {seed} step {step}: ready");
             assert_eq!(next, next_all, "seed {seed} step {step}: next ready");
-            let linger_next = acc.ready_scan(now, false, |_| false).1;
+            let linger_next = scanned_tps(&acc, now, |_| false).1;
             assert_eq!(
                 acc.next_ready(now, false),
                 linger_next,
