@@ -5,6 +5,8 @@
 use super::*;
 use bytes::Bytes;
 
+use super::accumulator::Ready;
+
 impl Producer {
     /// The main step: handle what the network reported, then expire, refresh and send.
     pub(super) fn drive(&mut self, now: Instant) {
@@ -116,20 +118,7 @@ impl Producer {
             Some((node, lane(tp.1, lanes)))
         });
         self.linger_at = linger;
-        // By leader, and by connection to it when there are several: in (topic, partition)
-        // order within each, as `ready` gave them (a stable sort by connection; with one
-        // broker the list is sorted already). A tree of lists, one entry per partition, cost
-        // a search and its lists' growth per batch.
-        let mut keyed = ready;
-        keyed.sort_by_key(|(_, conn)| *conn);
-        let mut by_conn: Vec<((NodeId, usize), std::ops::Range<usize>)> = Vec::new();
-        for (i, (_, conn)) in keyed.iter().enumerate() {
-            match by_conn.last_mut() {
-                Some((c, range)) if c == conn => range.end = i + 1,
-                _ => by_conn.push((*conn, i..i + 1)),
-            }
-        }
-        let tps: Vec<(Topic, i32)> = keyed.into_iter().map(|(tp, _)| tp).collect();
+        let (tps, by_conn) = by_connection(ready);
         if unknown_leader {
             self.metadata.request_update();
         }
@@ -214,54 +203,8 @@ impl Producer {
     /// Writes one Produce request; whether it was written (else its batches went back).
     fn send_batches(&mut self, conn: ConnId, mut batches: Vec<Batch>, now: Instant) -> bool {
         let (pid, epoch) = self.idem.id.unwrap_or((-1, -1));
-        // By topic, in name order as a map would give them; found from the back, where the
-        // batch before (drained in topic order) left its topic, rather than by cloning each
-        // batch's topic name into a map key.
-        let mut topics: Vec<TopicProduceData> = Vec::new();
-        // The topic of the batch before, and its place in `topics`: a run of one topic's
-        // batches finds it by pointer.
-        let mut last: Option<(Topic, usize)> = None;
-        for i in 0..batches.len() {
-            let topic = &batches[i].tp.0;
-            let at = match &last {
-                Some((t, at)) if t == topic => *at,
-                _ => {
-                    let at = match topics
-                        .iter()
-                        .rposition(|t| t.name.as_str() == topic.as_str())
-                    {
-                        Some(at) => at,
-                        None => {
-                            let topic_id = (self.metadata.topic(topic))
-                                .map(|t| t.id)
-                                .unwrap_or_default();
-                            // Room for the topic's run of batches (drained in topic order):
-                            // grown a push at a time, the list was reallocated and copied
-                            // about seven times a request.
-                            let run = (batches[i..].iter())
-                                .take_while(|b| b.tp.0 == *topic)
-                                .count();
-                            topics.push(TopicProduceData {
-                                name: topic.to_string(),
-                                topic_id,
-                                partition_data: Vec::with_capacity(run),
-                                ..Default::default()
-                            });
-                            topics.len() - 1
-                        }
-                    };
-                    last = Some((topic.clone(), at));
-                    at
-                }
-            };
-            let b = &mut batches[i];
-            let bytes = self.seal_for_request(b, (pid, epoch), now);
-            topics[at].partition_data.push(PartitionProduceData {
-                index: b.tp.1,
-                records: Some(bytes),
-                ..Default::default()
-            });
-        }
+        // By topic, in name order as a map would give them.
+        let mut topics = self.topic_data(&mut batches, (pid, epoch), now);
         self.metrics.batches_sent(now);
         topics.sort_by(|a, b| a.name.cmp(&b.name));
         let req = ProduceRequest {
@@ -316,6 +259,64 @@ impl Producer {
             }
         }
         true
+    }
+
+    /// The Produce request's topics for `batches` (drained in topic order), each batch sealed
+    /// for it (see [`Producer::seal_for_request`]).
+    #[inline]
+    fn topic_data(
+        &mut self,
+        batches: &mut [Batch],
+        (pid, epoch): (i64, i16),
+        now: Instant,
+    ) -> Vec<TopicProduceData> {
+        let mut topics: Vec<TopicProduceData> = Vec::new();
+        // The topic of the batch before, and its place in `topics`: a run of one topic's
+        // batches finds it by pointer; another is found from the back, rather than by cloning
+        // each batch's topic name into a map key.
+        let mut last: Option<(Topic, usize)> = None;
+        for i in 0..batches.len() {
+            let topic = &batches[i].tp.0;
+            let at = match &last {
+                Some((t, at)) if t == topic => *at,
+                _ => {
+                    let at = match topics
+                        .iter()
+                        .rposition(|t| t.name.as_str() == topic.as_str())
+                    {
+                        Some(at) => at,
+                        None => {
+                            let topic_id = (self.metadata.topic(topic))
+                                .map(|t| t.id)
+                                .unwrap_or_default();
+                            // Room for the topic's run of batches (drained in topic order):
+                            // grown a push at a time, the list was reallocated and copied
+                            // about seven times a request.
+                            let run = (batches[i..].iter())
+                                .take_while(|b| b.tp.0 == *topic)
+                                .count();
+                            topics.push(TopicProduceData {
+                                name: topic.to_string(),
+                                topic_id,
+                                partition_data: Vec::with_capacity(run),
+                                ..Default::default()
+                            });
+                            topics.len() - 1
+                        }
+                    };
+                    last = Some((topic.clone(), at));
+                    at
+                }
+            };
+            let b = &mut batches[i];
+            let bytes = self.seal_for_request(b, (pid, epoch), now);
+            topics[at].partition_data.push(PartitionProduceData {
+                index: b.tp.1,
+                records: Some(bytes),
+                ..Default::default()
+            });
+        }
+        topics
     }
 
     /// A batch's bytes for a Produce request: its sequence under the producer id and epoch
@@ -437,4 +438,27 @@ impl Producer {
             }
         }
     }
+}
+
+/// Ready partitions grouped by connection (leader and lane), in (topic, partition) order within
+/// each, as `ready` gave them: a stable sort by connection (with one broker the list is sorted
+/// already), then each connection's range of the list. A tree of lists, one entry per
+/// partition, cost a search and its lists' growth per batch.
+#[allow(clippy::type_complexity)]
+#[inline]
+fn by_connection(
+    mut ready: Vec<Ready<(NodeId, usize)>>,
+) -> (
+    Vec<(Topic, i32)>,
+    Vec<((NodeId, usize), std::ops::Range<usize>)>,
+) {
+    ready.sort_by_key(|(_, conn)| *conn);
+    let mut by_conn: Vec<((NodeId, usize), std::ops::Range<usize>)> = Vec::new();
+    for (i, (_, conn)) in ready.iter().enumerate() {
+        match by_conn.last_mut() {
+            Some((c, range)) if c == conn => range.end = i + 1,
+            _ => by_conn.push((*conn, i..i + 1)),
+        }
+    }
+    (ready.into_iter().map(|(tp, _)| tp).collect(), by_conn)
 }
