@@ -23,9 +23,9 @@ pub(crate) struct Pool {
     /// A send was refused for lack of memory; tell the user when some frees.
     pub waiters: bool,
     /// Spare blocks by size class (see [`CLASSES`]).
-    spare: Vec<Vec<BytesMut>>,
+    pub(super) spare: Vec<Vec<BytesMut>>,
     /// The spare blocks' capacity, in all.
-    spare_bytes: usize,
+    pub(super) spare_bytes: usize,
 }
 
 impl Pool {
@@ -106,18 +106,6 @@ impl Pool {
         }
         self.spare[class].push(buf);
         self.spare_bytes += cap;
-    }
-
-    /// How many spare blocks are kept.
-    #[cfg(test)]
-    pub(super) fn spares(&self) -> usize {
-        self.spare.iter().map(Vec::len).sum()
-    }
-
-    /// The spare blocks' bytes.
-    #[cfg(test)]
-    pub(super) fn spare_bytes(&self) -> usize {
-        self.spare_bytes
     }
 
     /// Frees `n` bytes; true if someone was waiting for memory.

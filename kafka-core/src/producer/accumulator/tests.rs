@@ -6,7 +6,7 @@ use kafka_proto::record::BatchMeta;
 
 /// How many blocks wait for reuse.
 fn recycled(acc: &Accumulator) -> usize {
-    acc.pool.spares()
+    acc.pool.spare.iter().map(Vec::len).sum()
 }
 
 /// [`Accumulator::ready`]'s partitions, with those `blocked` says left out.
@@ -145,7 +145,7 @@ fn a_block_still_shared_is_not_recycled() {
 fn spare_blocks_count_within_buffer_memory() {
     let block = 1024;
     let mut acc = Accumulator::new(block, block, Duration::ZERO, Compression::None, 4 * block);
-    let held = |acc: &Accumulator| acc.pool.used + acc.pool.spare_bytes();
+    let held = |acc: &Accumulator| acc.pool.used + acc.pool.spare_bytes;
     let deadline = Instant::from_millis(1000);
     let small = ProducerRecord::new("t", vec![1u8; 10], 1);
     // Four partitions' batches fill the pool; completed, their blocks are all kept.
