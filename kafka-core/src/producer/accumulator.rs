@@ -190,7 +190,7 @@ impl Accumulator {
             linger,
             compression,
             level: None,
-            pool: Pool::new(buffer_memory),
+            pool: Pool::new(buffer_memory, batch_size),
             queues: Queues::default(),
             fronts: Fronts::default(),
             opened: Vec::new(),

@@ -73,7 +73,8 @@ fn completed_blocks_are_recycled_by_size() {
     acc.recycle(b);
 
     // A record larger than batch.size gets an exact-size block; the small spare does not fit
-    // it, and stays.
+    // it, and stays. The large block is let go when its batch completes (blocks past
+    // batch.size are not kept: no usual batch asks for one).
     let big = ProducerRecord::new("t", vec![1u8; 4000], 1);
     let append = |acc: &mut Accumulator, r: &ProducerRecord, token| {
         acc.append(
@@ -94,25 +95,49 @@ fn completed_blocks_are_recycled_by_size() {
     );
     let mut b = drained(&mut acc, &tp);
     assert!(b.reserved > 1024);
-    let big_ptr = b.seal(&BatchMeta::default()).as_ptr();
+    b.seal(&BatchMeta::default());
     acc.recycle(b);
-    assert_eq!(recycled(&acc), 2, "kept too, in its size class");
-    // The next large record takes the large block, the next small one the small block.
-    append(&mut acc, &big, 3);
+    assert_eq!(recycled(&acc), 1, "only the batch.size block is kept");
+}
+
+/// Blocks smaller than batch.size are kept by size class, and a batch takes one of its own
+/// class, never one more than twice what it asks for.
+#[test]
+fn small_blocks_are_recycled_by_size() {
+    let mut acc = Accumulator::new(8192, 8192, Duration::ZERO, Compression::None, 1 << 20);
+    let tp = ("t".to_string(), 0);
+    let deadline = Instant::from_millis(1000);
+    let append = |acc: &mut Accumulator, r: &ProducerRecord, token| {
+        acc.append(
+            tp.1,
+            r,
+            RecordToken(token),
+            Instant::ZERO,
+            deadline,
+            Block::Whole,
+        )
+        .unwrap();
+    };
+    // A 3 KB record opens a block of about 3 KB; a 10-byte one a 1 KB block.
+    let mid = ProducerRecord::new("t", vec![1u8; 3000], 1);
+    let small = ProducerRecord::new("t", vec![1u8; 10], 1);
+    append(&mut acc, &mid, 0);
     let mut b = drained(&mut acc, &tp);
-    assert_eq!(b.seal(&BatchMeta::default()).as_ptr(), big_ptr);
-    append(&mut acc, &small, 4);
-    let mut b2 = drained(&mut acc, &tp);
-    assert_eq!(b2.seal(&BatchMeta::default()).as_ptr(), ptr);
-    assert_eq!(recycled(&acc), 0);
-    // A block is not reused for a batch that wants less than half of it.
+    let mid_ptr = b.seal(&BatchMeta::default()).as_ptr();
     acc.recycle(b);
-    append(&mut acc, &small, 5);
-    assert_eq!(
-        recycled(&acc),
-        1,
-        "a 4 KB block is not spent on a 1 KB batch"
+    append(&mut acc, &small, 1);
+    let mut b = drained(&mut acc, &tp);
+    assert_ne!(
+        b.seal(&BatchMeta::default()).as_ptr(),
+        mid_ptr,
+        "a 3 KB block is not spent on a 1 KB batch"
     );
+    acc.recycle(b);
+    assert_eq!(recycled(&acc), 2);
+    append(&mut acc, &mid, 2);
+    let mut b = drained(&mut acc, &tp);
+    assert_eq!(b.seal(&BatchMeta::default()).as_ptr(), mid_ptr, "reused");
+    acc.recycle(b);
 }
 
 /// A block some adapter still holds (a request being written) is not kept: reusing it would
