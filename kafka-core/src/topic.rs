@@ -249,20 +249,21 @@ impl TopicKey for str {
     }
 }
 
+/// As its `str`.
 impl TopicKey for String {
     #[inline]
     fn find<'a, V>(&self, map: &'a std::collections::BTreeMap<Topic, V>) -> Option<&'a V> {
-        map.get(self.as_str())
+        TopicKey::find(self.as_str(), map)
     }
     #[inline]
     fn find_mut<'a, V>(
         &self,
         map: &'a mut std::collections::BTreeMap<Topic, V>,
     ) -> Option<&'a mut V> {
-        map.get_mut(self.as_str())
+        TopicKey::find_mut(self.as_str(), map)
     }
     fn to_topic(&self) -> Topic {
-        Topic::from(self)
+        TopicKey::to_topic(self.as_str())
     }
 }
 

@@ -43,7 +43,7 @@ type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 /// Hashes the producer's batch ids (a counter: a multiply spreads them well enough), where
 /// the default SipHash costs more than the whole lookup.
 #[derive(Debug, Default)]
-pub(super) struct IdHasher(u64);
+struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -83,8 +83,8 @@ impl InFlight {
     }
 
     /// Whether a deadline entry still names a batch in flight.
-    fn live(&self, (at, id): (Instant, u64)) -> bool {
-        self.by_id.get(&id).is_some_and(|b| b.deadline == at)
+    fn live(by_id: &IdMap<Batch>, (at, id): (Instant, u64)) -> bool {
+        by_id.get(&id).is_some_and(|b| b.deadline == at)
     }
 
     /// Drops stale entries from the top, and sweeps them all out when they outnumber the live
@@ -92,14 +92,14 @@ impl InFlight {
     /// capacity, 200 instructions a batch at 10,000 partitions).
     fn tidy_due(&mut self) {
         while let Some(Reverse(top)) = self.due.peek() {
-            if self.live(*top) {
+            if Self::live(&self.by_id, *top) {
                 break;
             }
             self.due.pop();
         }
         if self.due.len() > 2 * self.by_id.len() + 64 {
             let by_id = &self.by_id;
-            (self.due).retain(|Reverse((at, id))| by_id.get(id).is_some_and(|b| b.deadline == *at));
+            (self.due).retain(|Reverse(entry)| Self::live(by_id, *entry));
         }
     }
 

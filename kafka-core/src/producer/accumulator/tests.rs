@@ -29,6 +29,20 @@ fn scanned_tps(
     (ready.into_iter().map(|(tp, ())| tp).collect(), next)
 }
 
+/// Appends `r` to partition 0 at time zero, due in a second, the whole record or nothing.
+fn append_at_zero(acc: &mut Accumulator, r: &ProducerRecord, token: u64) {
+    let deadline = Instant::from_millis(1000);
+    acc.append(
+        0,
+        r,
+        RecordToken(token),
+        Instant::ZERO,
+        deadline,
+        Block::Whole,
+    )
+    .unwrap();
+}
+
 fn drained(acc: &mut Accumulator, tp: &TopicPartition) -> Batch {
     acc.drain(std::slice::from_ref(tp), usize::MAX)
         .pop()
@@ -40,29 +54,12 @@ fn completed_blocks_are_recycled_by_size() {
     let mut acc = Accumulator::new(1024, 1024, Duration::ZERO, Compression::None, 1 << 20);
     let tp = ("t".to_string(), 0);
     let small = ProducerRecord::new("t", vec![1u8; 10], 1);
-    let deadline = Instant::from_millis(1000);
-    acc.append(
-        tp.1,
-        &small,
-        RecordToken(0),
-        Instant::ZERO,
-        deadline,
-        Block::Whole,
-    )
-    .unwrap();
+    append_at_zero(&mut acc, &small, 0);
     let mut b = drained(&mut acc, &tp);
     let ptr = b.seal(&BatchMeta::default()).as_ptr();
     acc.recycle(b);
     assert_eq!(recycled(&acc), 1);
-    acc.append(
-        tp.1,
-        &small,
-        RecordToken(1),
-        Instant::ZERO,
-        deadline,
-        Block::Whole,
-    )
-    .unwrap();
+    append_at_zero(&mut acc, &small, 1);
     assert_eq!(recycled(&acc), 0, "taken for the new batch");
     let mut b = drained(&mut acc, &tp);
     assert_eq!(
@@ -76,18 +73,7 @@ fn completed_blocks_are_recycled_by_size() {
     // it, and stays. The large block is let go when its batch completes (blocks past
     // batch.size are not kept: no usual batch asks for one).
     let big = ProducerRecord::new("t", vec![1u8; 4000], 1);
-    let append = |acc: &mut Accumulator, r: &ProducerRecord, token| {
-        acc.append(
-            tp.1,
-            r,
-            RecordToken(token),
-            Instant::ZERO,
-            deadline,
-            Block::Whole,
-        )
-        .unwrap();
-    };
-    append(&mut acc, &big, 2);
+    append_at_zero(&mut acc, &big, 2);
     assert_eq!(
         recycled(&acc),
         1,
@@ -106,26 +92,14 @@ fn completed_blocks_are_recycled_by_size() {
 fn small_blocks_are_recycled_by_size() {
     let mut acc = Accumulator::new(8192, 8192, Duration::ZERO, Compression::None, 1 << 20);
     let tp = ("t".to_string(), 0);
-    let deadline = Instant::from_millis(1000);
-    let append = |acc: &mut Accumulator, r: &ProducerRecord, token| {
-        acc.append(
-            tp.1,
-            r,
-            RecordToken(token),
-            Instant::ZERO,
-            deadline,
-            Block::Whole,
-        )
-        .unwrap();
-    };
     // A 3 KB record opens a block of about 3 KB; a 10-byte one a 1 KB block.
     let mid = ProducerRecord::new("t", vec![1u8; 3000], 1);
     let small = ProducerRecord::new("t", vec![1u8; 10], 1);
-    append(&mut acc, &mid, 0);
+    append_at_zero(&mut acc, &mid, 0);
     let mut b = drained(&mut acc, &tp);
     let mid_ptr = b.seal(&BatchMeta::default()).as_ptr();
     acc.recycle(b);
-    append(&mut acc, &small, 1);
+    append_at_zero(&mut acc, &small, 1);
     let mut b = drained(&mut acc, &tp);
     assert_ne!(
         b.seal(&BatchMeta::default()).as_ptr(),
@@ -134,7 +108,7 @@ fn small_blocks_are_recycled_by_size() {
     );
     acc.recycle(b);
     assert_eq!(recycled(&acc), 2);
-    append(&mut acc, &mid, 2);
+    append_at_zero(&mut acc, &mid, 2);
     let mut b = drained(&mut acc, &tp);
     assert_eq!(b.seal(&BatchMeta::default()).as_ptr(), mid_ptr, "reused");
     acc.recycle(b);
@@ -147,15 +121,7 @@ fn a_block_still_shared_is_not_recycled() {
     let mut acc = Accumulator::new(1024, 1024, Duration::ZERO, Compression::None, 1 << 20);
     let tp = ("t".to_string(), 0);
     let r = ProducerRecord::new("t", vec![1u8; 10], 1);
-    acc.append(
-        tp.1,
-        &r,
-        RecordToken(0),
-        Instant::ZERO,
-        Instant::from_millis(1000),
-        Block::Whole,
-    )
-    .unwrap();
+    append_at_zero(&mut acc, &r, 0);
     let mut b = drained(&mut acc, &tp);
     let held = b.seal(&BatchMeta::default());
     acc.recycle(b);
